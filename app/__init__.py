@@ -1,0 +1,1 @@
+"""llamaherd: a terminal dashboard for llama-server routers."""

@@ -1,0 +1,1 @@
+"""Command-line entry points: argparse in main.py, one module per group of commands."""

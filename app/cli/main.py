@@ -1,0 +1,58 @@
+"""argparse for `llamaherd`: the dashboard by default, and headless commands for scripts."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from app.cli import router_cmds
+from app.cli.context import CliContext
+from app.cli.output import err
+from app.config import load_config, resolve_config_path
+from app.services.errors import ConfigError, HerdError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="llamaherd",
+        description="A terminal dashboard for llama-server routers on several machines. "
+        "Without a command it opens the dashboard.",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="config file (default: $LLAMAHERD_CONFIG, then $XDG_CONFIG_HOME/llamaherd/config.toml)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    router_cmds.add_parsers(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(resolve_config_path(args.config))
+    except ConfigError as e:
+        err(str(e))
+        return 2
+    if args.command is None:
+        err("the dashboard is not built yet; try `llamaherd --help`")
+        return 2
+    ctx = CliContext(config)
+    try:
+        return int(asyncio.run(args.func(ctx, args)))
+    except KeyboardInterrupt:
+        return 130
+    except ConfigError as e:
+        err(str(e))
+        return 2
+    except HerdError as e:
+        err(str(e))
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Printing typed values for people (tables) and scripts (JSON lines)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from enum import Enum
+from typing import Any
+
+from app.services.types import ModelInfo, ModelListEvent, ModelStatusEvent, RouterEvent
+
+
+def to_jsonable(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Enum):
+        return obj.value
+    if isinstance(obj, tuple | list):
+        return [to_jsonable(x) for x in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    return obj
+
+
+def event_json(ev: RouterEvent) -> str:
+    """One line per event; `event` says which kind (the router's own name where it has one)."""
+    body: dict[str, Any]
+    if isinstance(ev, ModelStatusEvent):
+        body = {"event": ev.kind, "model": ev.model, "status": ev.status.value}
+        if ev.exit_code is not None:
+            body["exit_code"] = ev.exit_code
+        if ev.progress is not None:
+            body["progress"] = to_jsonable(ev.progress)
+        if ev.info is not None:
+            body["meta"] = ev.info.get("meta")
+    elif isinstance(ev, ModelListEvent):
+        body = {"event": "models", "models": {m.id: m.state.value for m in ev.models}}
+    else:
+        kind = getattr(ev, "kind", None) or _snake(type(ev).__name__)
+        body = {"event": kind, **{k: v for k, v in to_jsonable(ev).items() if k != "kind"}}
+    return json.dumps(body, separators=(",", ":"))
+
+
+def _snake(name: str) -> str:
+    name = name.removesuffix("Event")
+    return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+
+
+def human_size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    size = float(n)
+    for unit in ("B", "K", "M", "G", "T"):
+        if size < 1024 or unit == "T":
+            return f"{size:.0f}{unit}" if unit == "B" else f"{size:.1f}{unit}"
+        size /= 1024
+    return str(n)
+
+
+def human_count(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for div, unit in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= div:
+            return f"{n / div:.1f}{unit}"
+    return str(n)
+
+
+def models_table(models: list[ModelInfo]) -> str:
+    rows = [("MODEL", "STATUS", "CTX", "PARAMS", "SIZE", "ALIASES")]
+    for m in models:
+        status = m.state.value
+        if m.state.value == "failed":
+            status = f"failed (exit {m.exit_code})"
+        rows.append(
+            (m.id, status, str(m.n_ctx or "-"), human_count(m.n_params), human_size(m.size), ",".join(m.aliases) or "-")
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
+def err(msg: str) -> None:
+    print(f"llamaherd: {msg}", file=sys.stderr)

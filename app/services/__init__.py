@@ -1,0 +1,1 @@
+"""Service layer: async I/O with routers, machines and files. Never imports textual."""

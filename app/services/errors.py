@@ -1,0 +1,75 @@
+"""Typed failures of the service layer. Each carries a message fit to show an operator as it is."""
+
+from __future__ import annotations
+
+
+class HerdError(Exception):
+    """Base of every failure the service layer reports on purpose."""
+
+
+class ConfigError(HerdError):
+    """A config file that cannot be used: names the file, the key and, where known, the line."""
+
+
+class RouterError(HerdError):
+    """The router could not be asked, or refused."""
+
+
+class RouterUnreachable(RouterError):
+    """No answer at all: connection refused, reset, timed out."""
+
+
+class RouterRefused(RouterError):
+    """The router answered with an HTTP error; `message` is the router's own words."""
+
+    def __init__(self, status: int, message: str, method: str = "", path: str = "") -> None:
+        self.status = status
+        self.message = message
+        self.method = method
+        self.path = path
+        where = f"{method} {path}: " if path else ""
+        super().__init__(f"{where}router answered {status}: {message}")
+
+
+class AuthRefused(RouterRefused):
+    """401: the API key was missing or wrong."""
+
+
+class BadAnswer(RouterError):
+    """The router answered, but not with the JSON shape expected."""
+
+
+class ModelFailed(HerdError):
+    """A model failed to load: exits with code, and (where known) the model's last log lines."""
+
+    def __init__(self, model: str, exit_code: int | None, log_tail: list[str] | None = None) -> None:
+        self.model = model
+        self.exit_code = exit_code
+        self.log_tail = list(log_tail or [])
+        msg = f"model {model} failed to load (exit code {exit_code})"
+        if self.log_tail:
+            msg += "\n" + "\n".join("  " + line for line in self.log_tail)
+        super().__init__(msg)
+
+
+class TransportError(HerdError):
+    """A machine could not be reached or a command on it could not run."""
+
+
+class HostKeyError(TransportError):
+    """An unknown or changed ssh host key; the message says how to accept it."""
+
+
+class LifecycleError(HerdError):
+    """A router could not be started, adopted or stopped; carries the log's last lines."""
+
+    def __init__(self, message: str, log_tail: list[str] | None = None) -> None:
+        self.log_tail = list(log_tail or [])
+        full = message
+        if self.log_tail:
+            full += "\n" + "\n".join("  " + line for line in self.log_tail)
+        super().__init__(full)
+
+
+class PresetError(HerdError):
+    """A preset edit refused before anything was written: names the field and why."""

@@ -1,0 +1,302 @@
+"""Typed values shared by the service layer and its users (CLI, UI).
+
+Everything here is a plain frozen dataclass so it can cross from a worker to the UI safely.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class ModelState(StrEnum):
+    """`status.value` as the router reports it, plus FAILED (unloaded with a non-zero exit code)."""
+
+    UNLOADED = "unloaded"
+    LOADING = "loading"
+    LOADED = "loaded"
+    SLEEPING = "sleeping"
+    DOWNLOADING = "downloading"
+    DOWNLOADED = "downloaded"
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+
+    @property
+    def running(self) -> bool:
+        return self in (ModelState.LOADING, ModelState.LOADED, ModelState.SLEEPING)
+
+
+@dataclass(frozen=True)
+class LoadProgress:
+    """Loading progress from an SSE `status_change` (`progress` payload)."""
+
+    stages: tuple[str, ...] = ()
+    current: str = ""
+    value: float = 0.0
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One entry of `GET /models`."""
+
+    id: str
+    state: ModelState
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    preset: str = ""
+    exit_code: int | None = None
+    failed: bool = False
+    input_modalities: tuple[str, ...] = ("text",)
+    source: str = ""
+    can_remove: bool = False
+    n_ctx: int | None = None
+    n_params: int | None = None
+    size: int | None = None
+    progress: LoadProgress | None = None
+
+    @property
+    def port(self) -> int | None:
+        """The child's port from `--port N` in its args (0 before the first load means none)."""
+        args = self.args
+        for i, a in enumerate(args[:-1]):
+            if a == "--port":
+                try:
+                    p = int(args[i + 1])
+                except ValueError:
+                    return None
+                return p or None
+        return None
+
+
+@dataclass(frozen=True)
+class RouterProps:
+    """`GET /props` of the router itself."""
+
+    role: str
+    max_instances: int | None
+    models_autoload: bool | None
+    build_info: str
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class ModelProps:
+    """`GET /props?model=X&autoload=false`: what the loaded child says of itself.
+
+    vision is three-state: True, False, or None (not known: the model has not said).
+    """
+
+    model: str
+    vision: bool | None
+    audio: bool | None
+    n_ctx: int | None
+    total_slots: int | None
+    is_sleeping: bool | None
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+# ---- events from GET /models/sse (and synthesised by the stream) ----
+
+
+@dataclass(frozen=True)
+class RouterEvent:
+    """Base of everything the event stream yields."""
+
+    model: str
+
+
+@dataclass(frozen=True)
+class ModelStatusEvent(RouterEvent):
+    """`model_status` (spawn) and `status_change` (every later update)."""
+
+    kind: str  # "model_status" or "status_change"
+    status: ModelState
+    exit_code: int | None = None
+    progress: LoadProgress | None = None
+    info: dict[str, Any] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class DownloadProgressEvent(RouterEvent):
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
+class DownloadResultEvent(RouterEvent):
+    ok: bool
+
+
+@dataclass(frozen=True)
+class ModelRemovedEvent(RouterEvent):
+    pass
+
+
+@dataclass(frozen=True)
+class ModelsReloadEvent(RouterEvent):
+    pass
+
+
+@dataclass(frozen=True)
+class UnknownEvent(RouterEvent):
+    """An event name this version of llamaherd does not know; kept so nothing is silently dropped."""
+
+    kind: str
+    data: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class ModelListEvent(RouterEvent):
+    """The full `GET /models` list, read on every connect and reconnect and periodically: the truth."""
+
+    models: tuple[ModelInfo, ...] = ()
+
+
+@dataclass(frozen=True)
+class StreamStateEvent(RouterEvent):
+    """The stream's own state: "connected" (SSE), "polling" (no /models/sse), "disconnected" with a reason."""
+
+    state: str
+    reason: str = ""
+    retry_in: float | None = None
+
+
+# ---- machines ----
+
+
+@dataclass(frozen=True)
+class GpuStats:
+    name: str
+    memory_used_mb: float
+    memory_total_mb: float
+    utilization_pct: float
+
+
+@dataclass(frozen=True)
+class HostStats:
+    cpu_pct: float
+    mem_used: int
+    mem_total: int
+    load_avg: tuple[float, float, float]
+    gpus: tuple[GpuStats, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Result of a command run on a machine."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    path: str
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One parsed router log line. `model` is set for a child line whose port is known."""
+
+    raw: str
+    text: str
+    level: str = ""  # "I", "W", "E", "D" or "" when the build prints none
+    time: str = ""  # "M.SS.mmm.uuu" as printed, when present
+    source: str = "router"  # "router" or "child"
+    port: int | None = None
+    model: str | None = None
+
+
+# ---- what the fleet tells its users (UI, CLI) ----
+
+
+class Connection(StrEnum):
+    LOCAL = "local"
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    UNREACHABLE = "unreachable"
+
+
+class RouterState(StrEnum):
+    UNKNOWN = "unknown"  # not looked yet
+    ABSENT = "absent"  # no router and no record: never started here
+    STARTING = "starting"
+    RUNNING = "running"  # managed by a record on that machine (started or adopted)
+    ATTACHED = "attached"  # somebody else's router, by url
+    STOPPING = "stopping"
+    STOPPED = "stopped"  # stopped on request
+    EXITED = "exited"  # went away without being asked (crash, kill -9)
+    UNREACHABLE = "unreachable"  # attached router that does not answer
+
+
+@dataclass(frozen=True)
+class MachineView:
+    """Everything the dashboard shows of one machine, as one immutable snapshot."""
+
+    name: str
+    host: str
+    connection: Connection
+    connection_reason: str = ""
+    router_state: RouterState = RouterState.UNKNOWN
+    router_reason: str = ""  # why it is down / exit code text; "" when fine
+    pid: int | None = None
+    port: int | None = None  # router port on the serving machine
+    url: str = ""  # the URL llamaherd reaches it at (through the tunnel for ssh)
+    started_at: float | None = None  # epoch seconds of the router process start
+    exit_code: int | None = None
+    log_tail: tuple[str, ...] = ()  # last lines of the log when the router went down
+    stream: str = ""  # "sse", "polling", "down" or ""
+    managed: bool = True  # False for an attach-only (url) machine
+    models_max: int | None = None
+
+
+@dataclass(frozen=True)
+class FleetEvent:
+    machine: str
+
+
+@dataclass(frozen=True)
+class MachineChanged(FleetEvent):
+    view: MachineView
+
+
+@dataclass(frozen=True)
+class ModelsChanged(FleetEvent):
+    """The whole model list of one router, every time any of it changes. Consumers diff by model id."""
+
+    models: tuple[ModelInfo, ...]
+
+
+@dataclass(frozen=True)
+class ModelEvent(FleetEvent):
+    """One router event as it arrived (for logs, notifications, benchmarks)."""
+
+    event: RouterEvent
+
+
+@dataclass(frozen=True)
+class HostStatsChanged(FleetEvent):
+    stats: HostStats
+    router_rss: int | None = None  # router plus children, bytes
+
+
+@dataclass(frozen=True)
+class LogLines(FleetEvent):
+    lines: tuple[LogLine, ...]
+
+
+@dataclass(frozen=True)
+class Problem(FleetEvent):
+    """Something failed that an operator should see: a refused load, a model that failed, a lost link."""
+
+    message: str
+    model: str | None = None

@@ -1,0 +1,133 @@
+"""config.toml: the example loads; every kind of mistake is refused naming the file, the key and the line."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from app.config import (
+    Config,
+    MachineConfig,
+    load_config,
+    parse_config,
+    resolve_config_path,
+    write_config,
+)
+from app.services.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_example_config_loads_every_key() -> None:
+    cfg = load_config(ROOT / "config.example.toml")
+    names = [m.name for m in cfg.machines]
+    assert names == ["workstation", "gpu-box", "shared-router"]
+    ws, box, shared = cfg.machines
+    assert ws.is_local and ws.models_max == 1 and ws.extra_args == ("--sleep-idle-seconds", "600")
+    assert ws.api_key_env == "WORKSTATION_LLAMA_KEY"
+    assert box.host == "gpu-box.lan" and box.user == "llama" and box.port == 22
+    assert box.identity_file == "~/.ssh/id_ed25519" and box.models_dirs == ("/srv/models",)
+    assert shared.attach_only and shared.url == "http://127.0.0.1:8080"
+    assert cfg.ui.log_lines == 2000
+
+
+def refuse(text: str) -> str:
+    with pytest.raises(ConfigError) as e:
+        parse_config(text, Path("/etc/herd.toml"))
+    return str(e.value)
+
+
+def test_unknown_key_names_file_key_and_line() -> None:
+    msg = refuse('[[machines]]\nname = "a"\n\n[[machines]]\nname = "b"\nhots = "x"\n')
+    assert msg.startswith("/etc/herd.toml:6:") and "'hots'" in msg and "unknown key" in msg
+
+
+def test_unknown_top_level_key() -> None:
+    msg = refuse('colour = "red"\n')
+    assert "/etc/herd.toml:1" in msg and "'colour'" in msg
+
+
+def test_wrong_type_names_key_and_line() -> None:
+    msg = refuse('[[machines]]\nname = "a"\nmodels_max = "two"\n')
+    assert "/etc/herd.toml:3" in msg and "'models_max'" in msg and "an integer" in msg
+
+
+def test_bool_is_not_an_integer() -> None:
+    msg = refuse('[[machines]]\nname = "a"\nport = true\n')
+    assert "'port'" in msg and "an integer" in msg
+
+
+def test_list_of_strings_checked() -> None:
+    msg = refuse('[[machines]]\nname = "a"\nextra_args = ["--x", 3]\n')
+    assert "'extra_args'" in msg and "a list of strings" in msg
+
+
+def test_missing_name() -> None:
+    msg = refuse('[[machines]]\nname = "a"\n[[machines]]\nhost = "local"\n')
+    assert "/etc/herd.toml:3" in msg and "'name' is missing" in msg
+
+
+def test_duplicate_name() -> None:
+    msg = refuse('[[machines]]\nname = "a"\n[[machines]]\nname = "a"\n')
+    assert "/etc/herd.toml:4" in msg and "duplicate machine name 'a'" in msg
+
+
+def test_url_with_router_keys_is_refused() -> None:
+    msg = refuse('[[machines]]\nname = "a"\nurl = "http://127.0.0.1:1"\nmodels_max = 2\n')
+    assert "/etc/herd.toml:4" in msg and "'models_max'" in msg and "url" in msg
+
+
+def test_negative_port() -> None:
+    msg = refuse('[[machines]]\nname = "a"\nrouter_port = -1\n')
+    assert "'router_port'" in msg
+
+
+def test_toml_syntax_error_names_the_line() -> None:
+    msg = refuse('[[machines]]\nname = "a\n')
+    assert "/etc/herd.toml" in msg and "line 2" in msg
+
+
+def test_ui_unknown_key() -> None:
+    msg = refuse("[ui]\nasci = true\n")
+    assert "/etc/herd.toml:2" in msg and "'asci'" in msg
+
+
+def test_missing_file_is_empty_config(tmp_path: Path) -> None:
+    cfg = load_config(tmp_path / "nope.toml")
+    assert cfg.machines == ()
+
+
+def test_config_path_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("LLAMAHERD_CONFIG", raising=False)
+    assert resolve_config_path(None) == tmp_path / "xdg" / "llamaherd" / "config.toml"
+    monkeypatch.setenv("LLAMAHERD_CONFIG", str(tmp_path / "env.toml"))
+    assert resolve_config_path(None) == tmp_path / "env.toml"
+    assert resolve_config_path(str(tmp_path / "cli.toml")) == tmp_path / "cli.toml"
+
+
+def test_write_is_atomic_0600_and_round_trips(tmp_path: Path) -> None:
+    cfg = Config(
+        machines=(
+            MachineConfig(name="a", models_max=2, extra_args=("--x", "1")),
+            MachineConfig(name="b", host="box", user="u", port=2222, api_key_env="KEY"),
+        ),
+        keymap={"load": "l"},
+    )
+    path = tmp_path / "sub" / "config.toml"
+    write_config(cfg, path)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    again = load_config(path)
+    assert again.machines == cfg.machines and again.keymap == {"load": "l"}
+    assert [p.name for p in path.parent.iterdir()] == ["config.toml"]  # no temp file left
+
+
+def test_api_key_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    m = MachineConfig(name="a", api_key_env="HERD_TEST_KEY")
+    monkeypatch.delenv("HERD_TEST_KEY", raising=False)
+    assert m.api_key() is None
+    monkeypatch.setenv("HERD_TEST_KEY", "s3cret")
+    assert m.api_key() == "s3cret"
