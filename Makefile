@@ -25,5 +25,7 @@ test: install-test lint
 screenshots: install
 	$(PYTHON) -m app.screenshots screenshots
 
+BENCHES = event_latency_cli
+
 bench: install-test
-	for b in bench/*.py; do $(PYTHON) $$b || exit 1; done
+	for b in $(BENCHES); do $(PYTHON) -m bench.$$b || exit 1; done
