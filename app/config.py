@@ -101,11 +101,16 @@ class Config:
     """Binding id -> key(s), e.g. load = "l"."""
     path: Path | None = None
 
+    @property
+    def effective_machines(self) -> tuple[MachineConfig, ...]:
+        """The configured machines, or just this one ("local") when the config names none: the first run."""
+        return self.machines or (MachineConfig(name="local"),)
+
     def machine(self, name: str) -> MachineConfig:
-        for m in self.machines:
+        for m in self.effective_machines:
             if m.name == name:
                 return m
-        known = ", ".join(m.name for m in self.machines) or "none"
+        known = ", ".join(m.name for m in self.effective_machines)
         raise ConfigError(f"no machine named {name!r} in {self.path} (known: {known})")
 
 

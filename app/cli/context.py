@@ -7,16 +7,17 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from app.config import Config
-from app.services.access import client_for_url
+from app.services.machine import Machine
 from app.services.router_api import RouterClient
 
 
 @dataclass
 class RouterHandle:
     client: RouterClient
+    machine: Machine
 
     async def model_log_tail(self, model: str) -> list[str]:
-        return []
+        return await self.machine.model_log_tail(model)
 
 
 @dataclass
@@ -24,10 +25,14 @@ class CliContext:
     config: Config
 
     @contextlib.asynccontextmanager
-    async def router(self, machine: str) -> AsyncIterator[RouterHandle]:
-        m = self.config.machine(machine)
-        client = client_for_url(m)
+    async def machine(self, name: str) -> AsyncIterator[Machine]:
+        m = Machine(self.config.machine(name), emit=lambda ev: None)
         try:
-            yield RouterHandle(client)
+            yield m
         finally:
-            await client.aclose()
+            await m.close()
+
+    @contextlib.asynccontextmanager
+    async def router(self, name: str) -> AsyncIterator[RouterHandle]:
+        async with self.machine(name) as m:
+            yield RouterHandle(await m.connect_router(), m)

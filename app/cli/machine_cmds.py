@@ -1,0 +1,217 @@
+"""Headless machine commands: status, start, stop, logs."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import time
+from typing import Any
+
+from app.cli.context import CliContext
+from app.cli.output import err, human_size
+from app.services.errors import HerdError
+from app.services.logs import LogAttributor
+from app.services.machine import Machine
+from app.services.types import ModelState
+
+STATUS_TIMEOUT = 10.0
+
+
+def uptime(seconds: float) -> str:
+    s = int(seconds)
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    if d:
+        return f"{d}d{h}h"
+    if h:
+        return f"{h}h{m:02d}m"
+    return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+async def machine_status(m: Machine) -> dict[str, Any]:
+    out: dict[str, Any] = {"machine": m.name, "host": m.cfg.host}
+    try:
+        async with asyncio.timeout(STATUS_TIMEOUT):
+            await m.transport.connect()
+            out["connection"] = m.transport.state.value
+            await m.transport.host_stats()  # CPU % is a difference between two samples
+            if m.manager is not None:
+                st = await m.manager.inspect()
+                out["router"] = st.state
+                out["reason"] = st.reason
+                out["log_tail"] = list(st.log_tail)
+                if st.record is not None:
+                    out.update(pid=st.record.pid, port=st.record.port)
+                    if st.state == "running":
+                        out["uptime_s"] = round(time.time() - st.record.started_at, 1)
+                        out["rss"] = await m.transport.process_tree_rss(st.record.pid)
+                running = st.state == "running"
+            else:
+                out["router"] = "attached"
+                out["url"] = m.cfg.url
+                running = True
+            await asyncio.sleep(0.3)
+            stats = await m.transport.host_stats()
+            out["cpu_pct"] = round(stats.cpu_pct, 1)
+            out["mem_used"], out["mem_total"] = stats.mem_used, stats.mem_total
+            out["load_avg"] = list(stats.load_avg)
+            out["gpus"] = [vars(g) for g in stats.gpus]
+            if running:
+                try:
+                    client = await m.connect_router()
+                    models = await client.models()
+                    out["models_loaded"] = sum(1 for x in models if x.state is ModelState.LOADED)
+                    out["models_known"] = len(models)
+                    out["models_failed"] = [x.id for x in models if x.state is ModelState.FAILED]
+                except HerdError as e:
+                    out["router"] = "unreachable" if m.manager is None else out["router"]
+                    out["reason"] = str(e)
+    except TimeoutError:
+        out.setdefault("connection", "unreachable")
+        out["reason"] = f"no answer within {STATUS_TIMEOUT:.0f} s"
+    except HerdError as e:
+        out.setdefault("connection", m.transport.state.value)
+        if out.get("connection") != "local":
+            out["connection"] = "unreachable"
+        out["reason"] = str(e)
+    return out
+
+
+def format_status(s: dict[str, Any]) -> str:
+    router = s.get("router", "?")
+    bits = [f"{s['machine']:<14}", f"{s.get('connection', '?'):<11}"]
+    if router == "running":
+        bits.append(f"running pid {s.get('pid')} port {s.get('port')} up {uptime(s.get('uptime_s', 0))}")
+    else:
+        bits.append(router)
+    if "cpu_pct" in s:
+        bits.append(f"cpu {s['cpu_pct']:.0f}%  mem {human_size(s['mem_used'])}/{human_size(s['mem_total'])}")
+        for g in s.get("gpus", []):
+            bits.append(f"gpu {g['name']} {g['memory_used_mb']:.0f}/{g['memory_total_mb']:.0f}M")
+    if "models_known" in s:
+        bits.append(f"models {s['models_loaded']}/{s['models_known']} loaded")
+    if s.get("rss"):
+        bits.append(f"rss {human_size(s['rss'])}")
+    lines = ["  ".join(bits)]
+    if s.get("reason"):
+        lines.append(f"    {s['reason']}")
+    for ln in s.get("log_tail", [])[-5:]:
+        lines.append(f"    | {ln}")
+    for f in s.get("models_failed", []):
+        lines.append(f"    failed: {f}")
+    return "\n".join(lines)
+
+
+async def cmd_status(ctx: CliContext, args: argparse.Namespace) -> int:
+    machines = [Machine(c, emit=lambda ev: None) for c in ctx.config.effective_machines]
+    try:
+        results = await asyncio.gather(*(machine_status(m) for m in machines))
+    finally:
+        await asyncio.gather(*(m.close() for m in machines), return_exceptions=True)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        for r in results:
+            print(format_status(r))
+    return 0
+
+
+async def cmd_start(ctx: CliContext, args: argparse.Namespace) -> int:
+    async with ctx.machine(args.machine) as m:
+        if m.manager is None:
+            err(f"{m.name} is attach-only (url = {m.cfg.url}): its router is not ours to start")
+            return 2
+        await m.transport.connect()
+        t0 = time.monotonic()
+        try:
+            rec, started = await m.manager.start()
+        except HerdError as e:
+            err(f"could not start the router on {m.name}: {e}")
+            return 1
+        took = time.monotonic() - t0
+    verb = f"started in {took:.1f} s" if started else "already running (adopted)"
+    print(f"{m.name}: router {verb}: pid {rec.pid}, port {rec.port} on 127.0.0.1, preset {rec.preset}, log {rec.log}")
+    return 0
+
+
+async def cmd_stop(ctx: CliContext, args: argparse.Namespace) -> int:
+    async with ctx.machine(args.machine) as m:
+        if m.manager is None:
+            err(f"{m.name} is attach-only: llamaherd does not stop somebody else's router")
+            return 2
+        await m.transport.connect()
+        st = await m.manager.stop()
+    pid = f" (pid {st.record.pid})" if st.record else ""
+    print(f"{m.name}: router {st.state}{pid}" + (f": {st.reason}" if st.reason else ""))
+    return 0
+
+
+async def cmd_logs(ctx: CliContext, args: argparse.Namespace) -> int:
+    async with ctx.machine(args.machine) as m:
+        if m.manager is None:
+            err(f"{m.name} is attach-only: its log is on the machine of whoever runs it")
+            return 2
+        await m.transport.connect()
+        att = LogAttributor()
+        # A stopped router still has a log; ports then come from its spawn lines.
+        with contextlib.suppress(HerdError):
+            att.learn_models(await (await m.connect_router()).models())
+        path = await m.manager.log_path()
+        want = args.lines
+        if not args.follow:
+            scan = max(want * 20, 2000) if args.model else want
+            raw = await m.manager.log_tail(scan, path)
+            lines = [att.parse(r) for r in raw]
+            if args.model:
+                lines = [ln for ln in lines if ln.model == args.model]
+            for ln in lines[-want:]:
+                print(ln.raw)
+            return 0
+        async for text in m.transport.tail(path, lines=max(want * 20, 2000) if args.model else want):
+            ln = att.parse(text)
+            if args.model and ln.model != args.model:
+                continue
+            print(ln.raw, flush=True)
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "status",
+        help="every machine: connection, router, host stats, models",
+        description="Every machine at once: connection state, router state with pid, port and "
+        "uptime (or why it is down, with the log's last lines), host stats, models loaded/known.",
+    )
+    p.add_argument("--json", action="store_true", help="print the status as JSON")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser(
+        "start",
+        help="start a machine's router (or adopt the one running)",
+        description="Start the router on a machine, detached so it outlives llamaherd; "
+        "adopts the router already running there instead of starting a second one.",
+    )
+    p.add_argument("machine", help='machine name from config.toml ("local" without a config)')
+    p.set_defaults(func=cmd_start)
+
+    p = sub.add_parser(
+        "stop",
+        help="stop a machine's router (its models are unloaded)",
+        description="Stop the router on a machine, on request: every model it holds is unloaded.",
+    )
+    p.add_argument("machine", help="machine name from config.toml")
+    p.set_defaults(func=cmd_stop)
+
+    p = sub.add_parser(
+        "logs",
+        help="show (or follow) a router's log",
+        description="Print the router's log from the serving machine; child lines are attributed to their model.",
+    )
+    p.add_argument("machine", help="machine name from config.toml")
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines until interrupted")
+    p.add_argument("--model", metavar="M", help="only this model's lines")
+    p.add_argument("-n", "--lines", type=int, default=50, metavar="N", help="how many lines (default 50)")
+    p.set_defaults(func=cmd_logs)

@@ -1,0 +1,135 @@
+"""The one object the UI and the CLI hold: every configured machine, one event stream, awaitable commands."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from app.config import Config
+from app.services.errors import ConfigError, HerdError, RouterError
+from app.services.loading import LOAD_TIMEOUT, ensure_loaded
+from app.services.machine import Machine
+from app.services.routers import RouterRecord
+from app.services.types import (
+    FleetEvent,
+    LogLine,
+    MachineChanged,
+    MachineView,
+    ModelInfo,
+    ModelProps,
+    ModelsChanged,
+    Problem,
+)
+
+
+class Fleet:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        machines = config.effective_machines
+        self._machines: dict[str, Machine] = {
+            m.name: Machine(m, self._emit, log_capacity=config.ui.log_lines) for m in machines
+        }
+        self.names: list[str] = list(self._machines)
+        self._subscribers: list[asyncio.Queue[FleetEvent]] = []
+        self._started = False
+
+    # ---- events ----
+
+    def _emit(self, ev: FleetEvent) -> None:
+        for q in self._subscribers:
+            q.put_nowait(ev)
+
+    def subscribe(self) -> asyncio.Queue[FleetEvent]:
+        """A queue of every event from now on, starting with the current state of each machine."""
+        q: asyncio.Queue[FleetEvent] = asyncio.Queue()
+        for m in self._machines.values():
+            q.put_nowait(MachineChanged(m.name, m.view))
+            q.put_nowait(ModelsChanged(m.name, tuple(m.models.values())))
+        self._subscribers.append(q)
+        return q
+
+    def unsubscribe(self, q: asyncio.Queue[FleetEvent]) -> None:
+        with contextlib.suppress(ValueError):
+            self._subscribers.remove(q)
+
+    # ---- lifecycle ----
+
+    async def start(self) -> None:
+        """Begin following every machine, each in its own tasks; returns at once."""
+        if self._started:
+            return
+        self._started = True
+        for m in self._machines.values():
+            m.start()
+
+    async def close(self) -> None:
+        """Stop following. Routers keep running: they outlive the dashboard."""
+        await asyncio.gather(*(m.close() for m in self._machines.values()), return_exceptions=True)
+        self._started = False
+
+    # ---- queries ----
+
+    def machine(self, name: str) -> Machine:
+        try:
+            return self._machines[name]
+        except KeyError:
+            raise ConfigError(f"no machine named {name!r} (known: {', '.join(self.names)})") from None
+
+    def view(self, machine: str) -> MachineView:
+        return self.machine(machine).view
+
+    def models(self, machine: str) -> tuple[ModelInfo, ...]:
+        return tuple(self.machine(machine).models.values())
+
+    def log_lines(self, machine: str) -> tuple[LogLine, ...]:
+        return tuple(self.machine(machine).logs)
+
+    # ---- commands ----
+
+    async def load(self, machine: str, model: str) -> None:
+        """Ask; progress and the outcome arrive as events (a failure as a Problem with the model's log lines)."""
+        m = self.machine(machine)
+        try:
+            await m.require_client().load(model)
+        except RouterError as e:
+            self._emit(Problem(machine, f"load {model} on {machine}: {e}", model=model))
+            raise
+
+    async def load_and_wait(self, machine: str, model: str, timeout: float = LOAD_TIMEOUT) -> ModelInfo | None:
+        m = self.machine(machine)
+        return await ensure_loaded(m.require_client(), model, timeout=timeout, log_tail=m.model_log_tail)
+
+    async def unload(self, machine: str, model: str) -> None:
+        try:
+            await self.machine(machine).require_client().unload(model)
+        except RouterError as e:
+            self._emit(Problem(machine, f"unload {model} on {machine}: {e}", model=model))
+            raise
+
+    async def reload(self, machine: str) -> None:
+        await self.machine(machine).require_client().reload()
+
+    async def model_props(self, machine: str, model: str) -> ModelProps:
+        return await self.machine(machine).require_client().model_props(model)
+
+    async def start_router(self, machine: str) -> RouterRecord:
+        m = self.machine(machine)
+        if m.manager is None:
+            raise RouterError(f"{machine} is attach-only (url = {m.cfg.url}): llamaherd does not start its router")
+        try:
+            rec, _ = await m.manager.start()
+        except HerdError as e:
+            self._emit(Problem(machine, f"start router on {machine}: {e}"))
+            raise
+        finally:
+            m.poke()
+        return rec
+
+    async def stop_router(self, machine: str) -> None:
+        m = self.machine(machine)
+        if m.manager is None:
+            raise RouterError(f"{machine} is attach-only: llamaherd does not stop somebody else's router")
+        try:
+            await m.manager.stop()
+        finally:
+            m.poke()

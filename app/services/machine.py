@@ -1,0 +1,388 @@
+"""One machine: its transport, its router (managed or attached), and the followers that keep its view live.
+
+Everything a machine does runs in its own tasks, so a machine that is down or slow never delays another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections import deque
+from collections.abc import Callable
+from urllib.parse import urlsplit, urlunsplit
+
+from app.config import MachineConfig
+from app.services.backoff import Backoff
+from app.services.errors import HerdError, RouterError, TransportError
+from app.services.logs import LogAttributor
+from app.services.router_api import RouterClient
+from app.services.routers import RouterManager, RouterStatus
+from app.services.ssh_transport import SshTransport
+from app.services.transport import LocalTransport, Transport
+from app.services.types import (
+    Connection,
+    FleetEvent,
+    HostStatsChanged,
+    LogLine,
+    LogLines,
+    MachineChanged,
+    MachineView,
+    ModelEvent,
+    ModelInfo,
+    ModelListEvent,
+    ModelsChanged,
+    ModelState,
+    ModelStatusEvent,
+    Problem,
+    RouterEvent,
+    RouterState,
+    StreamStateEvent,
+)
+
+STATS_EVERY = 2.0
+INSPECT_EVERY = 2.0  # how often a stopped/absent router is looked at again
+LOG_FLUSH_EVERY = 0.1
+FAILURE_LOG_LINES = 8
+
+Emit = Callable[[FleetEvent], None]
+
+
+def make_transport(cfg: MachineConfig) -> Transport:
+    if cfg.is_local:
+        return LocalTransport(cfg.name)
+    return SshTransport(
+        cfg.name,
+        cfg.host,
+        user=cfg.user,
+        port=cfg.port,
+        identity_file=cfg.identity_file,
+        accept_new_host_key=cfg.accept_new_host_key,
+        known_hosts=cfg.known_hosts,
+    )
+
+
+class Machine:
+    def __init__(self, cfg: MachineConfig, emit: Emit, transport: Transport | None = None,
+                 log_capacity: int = 2000) -> None:  # fmt: skip
+        self.cfg = cfg
+        self.name = cfg.name
+        self.emit = emit
+        self.transport = transport or make_transport(cfg)
+        self.manager = None if cfg.attach_only else RouterManager(cfg, self.transport)
+        self.client: RouterClient | None = None
+        self.models: dict[str, ModelInfo] = {}
+        self.logs: deque[LogLine] = deque(maxlen=log_capacity)
+        self.attributor = LogAttributor()
+        self.view = MachineView(
+            name=cfg.name,
+            host=cfg.host,
+            connection=Connection.LOCAL if self.transport.is_local else Connection.CONNECTING,
+            managed=not cfg.attach_only,
+            models_max=None if cfg.attach_only else cfg.models_max,
+        )
+        self._poke = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._log_path: str | None = None
+        self.transport.on_state_change = self._on_transport_state
+
+    # ---- view ----
+
+    def _update(self, **changes: object) -> None:
+        new = dataclasses.replace(self.view, **changes)  # type: ignore[arg-type]
+        if new != self.view:
+            self.view = new
+            self.emit(MachineChanged(self.name, new))
+
+    def _on_transport_state(self, state: Connection, reason: str) -> None:
+        self._update(connection=state, connection_reason=reason)
+
+    def _models_changed(self) -> None:
+        self.emit(ModelsChanged(self.name, tuple(self.models.values())))
+
+    # ---- lifecycle of the followers ----
+
+    def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self._follow_router(), name=f"{self.name}:router"),
+            asyncio.create_task(self._follow_stats(), name=f"{self.name}:stats"),
+            asyncio.create_task(self._follow_log(), name=f"{self.name}:log"),
+        ]
+
+    async def close(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._tasks = []
+        if self.client is not None:
+            await self.client.aclose()
+            self.client = None
+        with contextlib.suppress(Exception):
+            await self.transport.close()
+
+    def poke(self) -> None:
+        """Look at the router again now (after a start or stop)."""
+        self._poke.set()
+
+    async def _wait_poke(self, timeout: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._poke.wait(), timeout)
+        self._poke.clear()
+
+    # ---- router ----
+
+    async def _follow_router(self) -> None:
+        backoff = Backoff()
+        while True:
+            try:
+                await self.transport.connect()
+                if self.manager is None:
+                    await self._follow_attached()
+                    await self._wait_poke(backoff.next())
+                    continue
+                status = await self.manager.inspect()
+                self._show_status(status)
+                if status.state == "running" and status.record is not None:
+                    await self._stream(status.record.port)
+                    continue  # the stream ended: look again at once (a kill -9 shows within a second)
+                await self._wait_poke(0.25 if status.state == "starting" else INSPECT_EVERY)
+                backoff.reset()
+            except asyncio.CancelledError:
+                raise
+            except HerdError as e:
+                if isinstance(e, TransportError):
+                    self._update(connection=Connection.UNREACHABLE, connection_reason=str(e))
+                else:
+                    self._update(router_reason=str(e))
+                await self._wait_poke(backoff.next())
+
+    def _show_status(self, st: RouterStatus) -> None:
+        rec = st.record
+        state = {
+            "running": RouterState.RUNNING,
+            "starting": RouterState.STARTING,
+            "stopped": RouterState.STOPPED,
+            "exited": RouterState.EXITED,
+            "absent": RouterState.ABSENT,
+        }[st.state]
+        alive = state in (RouterState.RUNNING, RouterState.STARTING)
+        self._update(
+            router_state=state,
+            router_reason=st.reason,
+            pid=rec.pid if rec else None,
+            port=rec.port if rec else None,
+            started_at=rec.started_at if rec and alive else None,
+            log_tail=st.log_tail,
+        )
+        if not alive and any(m.state.running for m in self.models.values()):
+            # Nothing runs on a router that is gone; show it rather than the last list seen.
+            self.models = {k: dataclasses.replace(m, state=ModelState.UNLOADED, progress=None)
+                           for k, m in self.models.items()}  # fmt: skip
+            self._models_changed()
+
+    async def client_for(self, url: str) -> RouterClient:
+        """A client for a router URL on that machine, through the ssh tunnel when the machine is remote."""
+        if not self.transport.is_local:
+            parts = urlsplit(url)
+            local = await self.transport.forward_port(parts.port or 80)
+            url = urlunsplit((parts.scheme, f"127.0.0.1:{local}", parts.path, "", ""))
+        if self.client is not None and self.client.base_url == url.rstrip("/"):
+            return self.client
+        if self.client is not None:
+            await self.client.aclose()
+        self.client = RouterClient(url, api_key=self.cfg.api_key())
+        self._update(url=self.client.base_url)
+        return self.client
+
+    async def _follow_attached(self) -> None:
+        assert self.cfg.url is not None
+        client = await self.client_for(self.cfg.url)
+        self._update(port=urlsplit(self.cfg.url).port)
+        await self._consume(client, attached=True)
+
+    async def _stream(self, port: int) -> None:
+        client = await self.client_for(f"http://127.0.0.1:{port}")
+        await self._consume(client, attached=False)
+
+    async def _consume(self, client: RouterClient, attached: bool) -> None:
+        """Follow one connection of the event stream until it drops."""
+        events = client.events()
+        try:
+            async for ev in events:
+                if isinstance(ev, StreamStateEvent):
+                    if ev.state == "disconnected":
+                        self._update(
+                            stream="down",
+                            router_reason=ev.reason,
+                            router_state=RouterState.UNREACHABLE if attached else self.view.router_state,
+                        )
+                        return
+                    stream = "sse" if ev.state == "connected" else "polling"
+                    changes: dict[str, object] = {"stream": stream, "router_reason": ev.reason}
+                    if attached:
+                        changes["router_state"] = RouterState.ATTACHED
+                    self._update(**changes)
+                    continue
+                await self._apply(ev)
+        finally:
+            with contextlib.suppress(Exception):
+                await events.aclose()
+
+    async def _apply(self, ev: RouterEvent) -> None:
+        if isinstance(ev, ModelListEvent):
+            self._apply_list(ev.models)
+        elif isinstance(ev, ModelStatusEvent):
+            self._apply_status(ev)
+            if ev.status is ModelState.FAILED:
+                self.emit(ModelEvent(self.name, ev))
+                await self._report_failure(ev.model, ev.exit_code)
+                return
+        self.emit(ModelEvent(self.name, ev))
+
+    def _apply_list(self, models: tuple[ModelInfo, ...]) -> None:
+        self.attributor.learn_models(models)
+        fresh: dict[str, ModelInfo] = {}
+        for m in models:
+            old = self.models.get(m.id)
+            if old is not None:
+                # The list has no progress and drops meta once unloaded: keep what we last knew.
+                keep: dict[str, object] = {}
+                if m.state is ModelState.LOADING and old.progress is not None:
+                    keep["progress"] = old.progress
+                for f in ("n_ctx", "n_params", "size"):
+                    if getattr(m, f) is None and getattr(old, f) is not None:
+                        keep[f] = getattr(old, f)
+                if keep:
+                    m = dataclasses.replace(m, **keep)  # type: ignore[arg-type]
+            fresh[m.id] = m
+        if fresh != self.models:
+            self.models = fresh
+            self._models_changed()
+
+    def _apply_status(self, ev: ModelStatusEvent) -> None:
+        old = self.models.get(ev.model) or ModelInfo(id=ev.model, state=ModelState.UNKNOWN)
+        changes: dict[str, object] = {"state": ev.status}
+        if ev.status is ModelState.LOADING:
+            changes["progress"] = ev.progress or (old.progress if old.state is ModelState.LOADING else None)
+            changes["exit_code"] = None
+            changes["failed"] = False
+        else:
+            changes["progress"] = None
+        if ev.exit_code is not None:
+            changes["exit_code"] = ev.exit_code
+            changes["failed"] = ev.exit_code != 0
+        meta = (ev.info or {}).get("meta")
+        if isinstance(meta, dict):
+            for f in ("n_ctx", "n_params", "size"):
+                v = meta.get(f)
+                if isinstance(v, int):
+                    changes[f] = v
+        new = dataclasses.replace(old, **changes)  # type: ignore[arg-type]
+        if new != old:
+            self.models[ev.model] = new
+            self._models_changed()
+
+    async def model_log_tail(self, model: str, n: int = FAILURE_LOG_LINES) -> list[str]:
+        """The model's own last log lines (its child's output), read from the log on the serving machine."""
+        if self.manager is None:
+            return []
+        try:
+            raw = await self.manager.log_tail(400)
+            if not self.attributor.ports and self.client is not None:
+                self.attributor.learn_models(await self.client.models())
+        except HerdError:
+            return []
+        att = LogAttributor()
+        att.ports.update(self.attributor.ports)
+        lines = [att.parse(r) for r in raw]
+        mine = [ln.raw for ln in lines if ln.model == model]
+        errors = [ln for ln in mine if " E " in ln]
+        return (errors or mine)[-n:]
+
+    async def _report_failure(self, model: str, exit_code: int | None) -> None:
+        tail = await self.model_log_tail(model)
+        msg = f"{model} failed to load on {self.name} (exit code {exit_code})"
+        if tail:
+            msg += "\n" + "\n".join(tail)
+        self.emit(Problem(self.name, msg, model=model))
+
+    # ---- host stats ----
+
+    async def _follow_stats(self) -> None:
+        while True:
+            try:
+                stats = await self.transport.host_stats()
+                rss = None
+                if self.view.pid and self.view.router_state is RouterState.RUNNING:
+                    rss = await self.transport.process_tree_rss(self.view.pid)
+                self.emit(HostStatsChanged(self.name, stats, rss))
+            except asyncio.CancelledError:
+                raise
+            except HerdError:
+                pass  # the router follower reports an unreachable machine
+            await asyncio.sleep(STATS_EVERY)
+
+    # ---- log ----
+
+    async def _follow_log(self) -> None:
+        if self.manager is None:
+            return  # somebody else's router: its log is not ours to read
+        while True:
+            try:
+                await self.transport.connect()
+                path = await self.manager.log_path()
+                await self._tail(path)
+            except asyncio.CancelledError:
+                raise
+            except (HerdError, OSError):
+                pass
+            await asyncio.sleep(1.0)
+
+    async def _tail(self, path: str) -> None:
+        batch: list[LogLine] = []
+
+        async def flush_later() -> None:
+            # Lines are sent in batches: a chatty child prints hundreds a second, one event each would swamp the UI.
+            nonlocal batch
+            while True:
+                await asyncio.sleep(LOG_FLUSH_EVERY)
+                if batch:
+                    self.emit(LogLines(self.name, tuple(batch)))
+                    batch = []
+
+        flusher = asyncio.create_task(flush_later())
+        try:
+            async for raw in self.transport.tail(path, lines=200):
+                line = self.attributor.parse(raw)
+                self.logs.append(line)
+                batch.append(line)
+        finally:
+            flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flusher
+
+    # ---- commands ----
+
+    async def connect_router(self) -> RouterClient:
+        """For one-shot commands: a client for the running (or attached) router, without the followers."""
+        await self.transport.connect()
+        if self.manager is None:
+            assert self.cfg.url is not None
+            return await self.client_for(self.cfg.url)
+        status = await self.manager.inspect()
+        self._show_status(status)
+        if status.state != "running" or status.record is None:
+            raise RouterError(
+                f"the router on {self.name} is not running ({status.state}"
+                + (f": {status.reason}" if status.reason else "")
+                + f"); start it with `llamaherd start {self.name}`"
+            )
+        return await self.client_for(f"http://127.0.0.1:{status.record.port}")
+
+    def require_client(self) -> RouterClient:
+        if self.client is None or self.view.router_state not in (RouterState.RUNNING, RouterState.ATTACHED):
+            state = self.view.router_state.value
+            raise RouterError(f"the router on {self.name} is not running ({state})")
+        return self.client

@@ -1,0 +1,299 @@
+"""One router per machine: start, adopt, stop, and the record that lets the next run find it.
+
+The rules come from shared/design/router-lessons.md: the router is detached with its output appended to a 0600
+log; a record (pid, process start time, port, program, preset, log) on the serving machine lets any later run
+adopt it; adoption needs pid alive *and* the same start time *and* /health; stop marks the record "stopping"
+first and leaves it there, so watchers say "stopped on request" rather than "crashed".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import posixpath
+import signal
+import time
+from collections.abc import AsyncIterator
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from app.config import MachineConfig
+from app.services.binary import HOW_TO_GET, find_llama_server
+from app.services.errors import LifecycleError, RouterError
+from app.services.router_api import RouterClient
+from app.services.transport import Transport, same_start
+
+HEALTH_EVERY = 0.25
+HEALTH_TIMEOUT = 30.0
+STOP_TIMEOUT = 15.0
+LOCK_STALE_AFTER = 60.0
+EMPTY_PRESET = "; models.ini for llama-server router mode, written by llamaherd.\n; One [section] per model.\n[*]\n"
+
+# One asyncio lock per (transport, router) in this process; the mkdir lock on the machine covers other processes.
+_local_locks: dict[tuple[int, str], asyncio.Lock] = {}
+
+
+@dataclass(frozen=True)
+class RouterRecord:
+    pid: int
+    start_time: float
+    port: int
+    program: str
+    preset: str
+    log: str
+    state: str = "running"  # "starting", "running", "stopping"
+    started_at: float = 0.0  # wall clock, for uptime
+    argv: tuple[str, ...] = ()
+    models_max: int | None = None
+
+    def to_json(self) -> bytes:
+        d = asdict(self)
+        d["argv"] = list(self.argv)
+        return (json.dumps(d, indent=1) + "\n").encode()
+
+    @staticmethod
+    def from_json(data: bytes) -> RouterRecord | None:
+        try:
+            d: dict[str, Any] = json.loads(data)
+            d["argv"] = tuple(d.get("argv", ()))
+            return RouterRecord(**d)
+        except (ValueError, TypeError):
+            return None  # a damaged record is a stale record
+
+
+@dataclass(frozen=True)
+class RouterStatus:
+    """What is true of a machine's router right now."""
+
+    state: str  # "running", "stopped" (on request), "exited", "absent", "starting"
+    record: RouterRecord | None = None
+    reason: str = ""
+    log_tail: tuple[str, ...] = field(default=())
+
+
+class RouterManager:
+    def __init__(self, machine: MachineConfig, transport: Transport) -> None:
+        self.machine = machine
+        self.transport = transport
+        self._dir: str | None = None
+
+    # ---- paths on the serving machine ----
+
+    async def state_dir(self) -> str:
+        if self._dir is None:
+            base = await self.transport.state_dir()
+            self._dir = posixpath.join(base, "routers", self.machine.router)
+        return self._dir
+
+    async def record_path(self) -> str:
+        return posixpath.join(await self.state_dir(), "record.json")
+
+    async def log_path(self) -> str:
+        return posixpath.join(await self.state_dir(), "router.log")
+
+    async def preset_path(self) -> str:
+        if self.machine.preset:
+            return await self.transport.expand(self.machine.preset)
+        return posixpath.join(await self.state_dir(), "models.ini")
+
+    # ---- the record ----
+
+    async def read_record(self) -> RouterRecord | None:
+        try:
+            data = await self.transport.read_file(await self.record_path())
+        except FileNotFoundError:
+            return None
+        return RouterRecord.from_json(data)
+
+    async def write_record(self, rec: RouterRecord) -> None:
+        await self.transport.write_file_atomic(await self.record_path(), rec.to_json(), mode=0o600)
+
+    async def clear_record(self) -> None:
+        await self.transport.remove(await self.record_path())
+
+    # ---- looking ----
+
+    async def is_same_process(self, rec: RouterRecord) -> bool:
+        """pid alive and the same process (a reused pid is not the router)."""
+        if not await self.transport.pid_alive(rec.pid):
+            return False
+        st = await self.transport.process_start_time(rec.pid)
+        return st is not None and same_start(st, rec.start_time)
+
+    async def inspect(self) -> RouterStatus:
+        """Look without changing anything: a running router, one stopped on request, one that exited, or none."""
+        rec = await self.read_record()
+        if rec is None:
+            return RouterStatus("absent", reason="no router has been started here")
+        if await self.is_same_process(rec):
+            return RouterStatus("starting" if rec.state == "starting" else "running", rec)
+        if rec.state == "stopping":
+            return RouterStatus("stopped", rec, reason="stopped on request")
+        tail = tuple(await self.log_tail(12, rec.log))
+        return RouterStatus("exited", rec, reason=f"router (pid {rec.pid}) exited without being asked", log_tail=tail)
+
+    async def adopt(self) -> RouterRecord | None:
+        """The router from the record if it is alive, the same process, and answers /health; else None.
+
+        A record of a process that is gone (and was not stopped on request) is stale and is cleared.
+        """
+        rec = await self.read_record()
+        if rec is None:
+            return None
+        if await self.is_same_process(rec):
+            if rec.state == "stopping":
+                return None  # on its way out
+            if await self._healthy(rec.port):
+                return rec
+            return None
+        if rec.state != "stopping":
+            await self.clear_record()
+        return None
+
+    async def _healthy(self, port: int) -> bool:
+        try:
+            async with self.client(port, timeout=3.0) as c:
+                return await c.health()
+        except RouterError:
+            return False
+
+    @contextlib.asynccontextmanager
+    async def client(self, port: int, timeout: float = 10.0) -> AsyncIterator[RouterClient]:
+        local = await self.transport.forward_port(port)
+        c = RouterClient(f"http://127.0.0.1:{local}", api_key=self.machine.api_key(), timeout=timeout)
+        try:
+            yield c
+        finally:
+            await c.aclose()
+
+    # ---- starting ----
+
+    async def start(self) -> tuple[RouterRecord, bool]:
+        """Start the machine's router, or adopt the one running. Returns (record, started_by_us)."""
+        key = (id(self.transport), await self.state_dir())
+        lock = _local_locks.setdefault(key, asyncio.Lock())
+        async with lock, self._machine_lock():
+            # Asked again inside the lock: two starts at once would otherwise both find none and start two.
+            rec = await self.adopt()
+            if rec is not None:
+                return rec, False
+            return await self._start_new(), True
+
+    async def _start_new(self) -> RouterRecord:
+        t = self.transport
+        program = await self._program()
+        port = self.machine.router_port or await t.free_port()
+        preset = await self.preset_path()
+        log = await self.log_path()
+        if not self.machine.preset and await t.stat(preset) is None:
+            await t.write_file_atomic(preset, EMPTY_PRESET.encode(), mode=0o600)
+        argv = (
+            program, "--host", "127.0.0.1", "--port", str(port),
+            "--models-preset", preset, "--models-max", str(self.machine.models_max),
+            *self.machine.extra_args,
+        )  # fmt: skip
+        await self.clear_record()  # starting a new router is what clears the old record
+        offset = (await t.stat(log) or _NoFile).size
+        pid = await t.spawn_detached(list(argv), log_path=log)
+        start_time = await t.process_start_time(pid)
+        if start_time is None:
+            raise LifecycleError(f"llama-server exited at once ({program})", await self._new_log(log, offset))
+        rec = RouterRecord(
+            pid=pid, start_time=start_time, port=port, program=program, preset=preset, log=log,
+            state="starting", started_at=time.time(), argv=argv, models_max=self.machine.models_max,
+        )  # fmt: skip
+        await self.write_record(rec)
+        deadline = time.monotonic() + HEALTH_TIMEOUT
+        while time.monotonic() < deadline:
+            # Watch the process while waiting: a taken port or an unknown flag exits within a second.
+            if not await self.is_same_process(rec):
+                await self.clear_record()
+                raise LifecycleError(
+                    f"llama-server exited during start-up on {self.machine.name}", await self._new_log(log, offset)
+                )
+            if await self._healthy(port):
+                rec = replace(rec, state="running")
+                await self.write_record(rec)
+                return rec
+            await asyncio.sleep(HEALTH_EVERY)
+        await t.kill(pid, signal.SIGKILL)
+        await self.clear_record()
+        raise LifecycleError(
+            f"llama-server did not answer /health within {HEALTH_TIMEOUT:.0f} s", await self._new_log(log, offset)
+        )
+
+    async def _program(self) -> str:
+        if self.machine.program:
+            return await self.transport.expand(self.machine.program)
+        if self.transport.is_local:
+            found = find_llama_server()
+            if found is None:
+                raise LifecycleError(HOW_TO_GET)
+            return found
+        return "llama-server"  # on the remote PATH
+
+    async def _new_log(self, log: str, offset: int, n: int = 15) -> list[str]:
+        """The last lines this start wrote (the log is appended to, so older runs are skipped)."""
+        try:
+            data = await self.transport.read_file(log)
+        except FileNotFoundError:
+            return []
+        lines = data[offset:].decode(errors="replace").splitlines()
+        return lines[-n:]
+
+    @contextlib.asynccontextmanager
+    async def _machine_lock(self) -> AsyncIterator[None]:
+        """A lock on the serving machine (mkdir is atomic there, locally and over ssh) for other processes."""
+        lock = posixpath.join(await self.state_dir(), "start.lock")
+        t = self.transport
+        await t.run(["mkdir", "-p", await self.state_dir()])
+        deadline = time.monotonic() + HEALTH_TIMEOUT + 10
+        while True:
+            r = await t.run(["mkdir", lock])
+            if r.ok:
+                break
+            info = await t.stat(lock)
+            if info is not None and time.time() - info.mtime > LOCK_STALE_AFTER:
+                await t.run(["rmdir", lock])  # a holder that died mid-start
+                continue
+            if time.monotonic() > deadline:
+                raise LifecycleError(f"another llamaherd is starting the router on {self.machine.name} ({lock})")
+            await asyncio.sleep(0.1)
+        try:
+            yield
+        finally:
+            await t.run(["rmdir", lock])
+
+    # ---- stopping ----
+
+    async def stop(self) -> RouterStatus:
+        """Stop on request: mark the record "stopping" first, then SIGTERM, then SIGKILL after a grace period."""
+        rec = await self.read_record()
+        if rec is None or not await self.is_same_process(rec):
+            return await self.inspect()
+        rec = replace(rec, state="stopping")
+        await self.write_record(rec)
+        t = self.transport
+        await t.kill(rec.pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while time.monotonic() < deadline:
+            if not await self.is_same_process(rec):
+                return RouterStatus("stopped", rec, reason="stopped on request")
+            await asyncio.sleep(0.1)
+        await t.kill(rec.pid, signal.SIGKILL)
+        return RouterStatus("stopped", rec, reason="stopped on request (killed after a 15 s grace period)")
+
+    # ---- logs ----
+
+    async def log_tail(self, n: int = 20, path: str | None = None) -> list[str]:
+        log = path or await self.log_path()
+        r = await self.transport.run(["tail", "-n", str(n), log])
+        return r.stdout.decode(errors="replace").splitlines() if r.ok else []
+
+
+class _NoFileT:
+    size = 0
+
+
+_NoFile = _NoFileT()

@@ -1,0 +1,172 @@
+"""Router lifecycle on the local machine: start, adopt, stop, crash, bad starts, logs (router-lessons.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from app.config import MachineConfig
+from app.services.machine import Machine
+from app.services.types import FleetEvent, MachineChanged, RouterState
+from tests.helpers.herd import Herd, local_config
+from tests.helpers.router import preset_text
+
+
+@pytest.fixture
+def herd(tmp_path: Path, tiny_models: dict[str, Path], llama_server: str) -> Iterator[Herd]:
+    preset = tmp_path / "models.ini"
+    preset.write_text(preset_text(dict(tiny_models)))
+    h = Herd(root=tmp_path, config=tmp_path / "config.toml", extra_env={"LLAMA_SERVER": llama_server})
+    h.write_config(local_config("here", preset))
+    yield h
+    h.stop_all()
+
+
+def test_start_detached_adopt_and_stop(herd: Herd) -> None:
+    r = herd.run("start", "here")
+    assert r.returncode == 0, r.stderr
+    assert "router started" in r.stdout
+    rec = herd.record()
+    assert rec is not None and rec["state"] == "running"
+    pid = int(rec["pid"])  # type: ignore[call-overload]
+    # it outlived the command that started it, listens on loopback only, and logs to a 0600 file
+    proc = psutil.Process(pid)
+    assert proc.is_running()
+    listening = {c.laddr for c in proc.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN}
+    assert listening and all(a.ip == "127.0.0.1" for a in listening)
+    assert stat.S_IMODE(os.stat(str(rec["log"])).st_mode) == 0o600
+    # a second llamaherd adopts it
+    r2 = herd.run("start", "here")
+    assert r2.returncode == 0 and "adopted" in r2.stdout and f"pid {pid}" in r2.stdout
+    assert herd.router_pids() == [pid]
+    r3 = herd.run("stop", "here")
+    assert r3.returncode == 0 and "stopped on request" in r3.stdout
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    st = herd.run("status")
+    assert "stopped" in st.stdout and "stopped on request" in st.stdout
+    assert herd.record() is not None  # kept, so late watchers still read "stopped on request"
+
+
+def test_two_concurrent_starts_give_one_router(herd: Herd) -> None:
+    procs = [herd.popen("start", "here") for _ in range(2)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert sorted("adopted" in o for o, _ in outs) == [False, True]
+    assert len(herd.router_pids()) == 1
+
+
+def test_stale_record_is_cleared_not_trusted(herd: Herd) -> None:
+    assert herd.run("start", "here").returncode == 0
+    rec = herd.record()
+    assert rec is not None
+    old = int(rec["pid"])  # type: ignore[call-overload]
+    psutil.Process(old).kill()
+    psutil.Process(old).wait(5)
+    r = herd.run("start", "here")
+    assert r.returncode == 0 and "router started" in r.stdout
+    new = herd.record()
+    assert new is not None and new["pid"] != old
+
+
+def test_kill_9_is_reported_within_2s_with_log_lines(herd: Herd, tmp_path: Path) -> None:
+    assert herd.run("start", "here").returncode == 0
+    rec = herd.record()
+    assert rec is not None
+    pid = int(rec["pid"])  # type: ignore[call-overload]
+
+    async def watch() -> float:
+        events: list[FleetEvent] = []
+        os.environ["XDG_STATE_HOME"] = str(herd.state_home)
+        m = Machine(MachineConfig(name="here", preset=str(tmp_path / "models.ini")), events.append)
+        m.start()
+        try:
+            async with asyncio.timeout(10):
+                while m.view.router_state is not RouterState.RUNNING or m.view.stream != "sse":
+                    await asyncio.sleep(0.02)
+            t0 = time.monotonic()
+            psutil.Process(pid).kill()
+            async with asyncio.timeout(5):
+                while m.view.router_state is not RouterState.EXITED:
+                    await asyncio.sleep(0.02)
+            took = time.monotonic() - t0
+            changed = [e for e in events if isinstance(e, MachineChanged)]
+            assert changed[-1].view.router_state is RouterState.EXITED
+            assert "exited without being asked" in changed[-1].view.router_reason
+            assert any("listening on" in ln for ln in changed[-1].view.log_tail)
+            return took
+        finally:
+            await m.close()
+
+    old = os.environ.get("XDG_STATE_HOME")
+    try:
+        took = asyncio.run(watch())
+    finally:
+        if old is None:
+            os.environ.pop("XDG_STATE_HOME", None)
+        else:
+            os.environ["XDG_STATE_HOME"] = old
+    assert took < 2.0, took
+    st = herd.run("status")
+    assert "exited" in st.stdout and "listening on" in st.stdout
+
+
+def bad_start(herd: Herd, tmp_path: Path, **extra: object) -> tuple[float, str]:
+    herd.write_config(local_config("here", tmp_path / "models.ini", **extra))
+    t0 = time.monotonic()
+    r = herd.run("start", "here")
+    took = time.monotonic() - t0
+    assert r.returncode == 1, r.stdout
+    return took, r.stderr
+
+
+def test_taken_port_fails_within_3s_with_the_reason(herd: Herd, tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        took, msg = bad_start(herd, tmp_path, router_port=s.getsockname()[1])
+    assert took < 3.0 + 1.5, took  # 3 s for the start, plus the Python start-up of the command itself
+    assert "exited during start-up" in msg and ("bind" in msg.lower() or "address" in msg.lower()), msg
+
+
+def test_unknown_flag_fails_with_the_reason(herd: Herd, tmp_path: Path) -> None:
+    took, msg = bad_start(herd, tmp_path, extra_args=["--no-such-flag"])
+    assert took < 4.5 and "no-such-flag" in msg, msg
+
+
+def test_missing_binary_fails(herd: Herd, tmp_path: Path) -> None:
+    took, msg = bad_start(herd, tmp_path, program=str(tmp_path / "no-llama-server"))
+    assert took < 4.5 and "no-llama-server" in msg, msg
+
+
+def test_unreadable_preset_fails(herd: Herd, tmp_path: Path) -> None:
+    herd.write_config(local_config("here", tmp_path / "missing.ini"))
+    r = herd.run("start", "here")
+    assert r.returncode == 1 and "missing.ini" in r.stderr, r.stderr
+
+
+def test_load_wait_failure_shows_the_models_log_lines(herd: Herd) -> None:
+    assert herd.run("start", "here").returncode == 0
+    r = herd.run("load", "here", "broken", "--wait")
+    assert r.returncode == 1
+    assert "broken failed to load (exit code 1)" in r.stderr
+    assert "error loading model" in r.stderr  # the child's own line, from the log
+
+
+def test_logs_model_filter(herd: Herd) -> None:
+    assert herd.run("start", "here").returncode == 0
+    assert herd.run("load", "here", "alpha", "--wait").returncode == 0
+    assert herd.run("load", "here", "beta", "--wait").returncode == 0
+    alpha = herd.run("logs", "here", "--model", "alpha", "-n", "500").stdout.splitlines()
+    beta = herd.run("logs", "here", "--model", "beta", "-n", "500").stdout.splitlines()
+    assert any("alpha.gguf" in ln for ln in alpha) and any("beta.gguf" in ln for ln in beta)
+    assert not any("beta.gguf" in ln for ln in alpha) and not any("alpha.gguf" in ln for ln in beta)
+    everything = herd.run("logs", "here", "-n", "5").stdout.splitlines()
+    assert len(everything) == 5

@@ -1,0 +1,139 @@
+"""Router lifecycle over a real ssh connection (OpenSSH sshd on 127.0.0.1), with and without SFTP."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from app.config import MachineConfig
+from app.services.errors import HostKeyError
+from app.services.machine import Machine
+from app.services.types import FleetEvent, ModelState, RouterState
+from tests.helpers.herd import Herd
+from tests.helpers.router import preset_text
+from tests.sshd import SshServer, sshd, sshd_nosftp  # noqa: F401
+
+
+def ssh_machine(server: SshServer, name: str, tmp_path: Path, llama_server: str, **extra: object) -> MachineConfig:
+    return MachineConfig(
+        name=name, host=server.host, port=server.port, user=server.user, identity_file=server.client_key,
+        known_hosts=server.known_hosts, router=f"t-{tmp_path.name}", program=llama_server,
+        preset=str(tmp_path / "remote models.ini"), **extra,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def toml_for(m: MachineConfig) -> str:
+    import json
+
+    keys = ("name", "host", "port", "user", "identity_file", "known_hosts", "router", "program", "preset")
+    return "[[machines]]\n" + "".join(f"{k} = {json.dumps(getattr(m, k))}\n" for k in keys)
+
+
+@pytest.fixture(params=["sftp", "nosftp"])
+def server(request: pytest.FixtureRequest) -> SshServer:
+    return request.getfixturevalue("sshd" if request.param == "sftp" else "sshd_nosftp")  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def remote(tmp_path: Path, tiny_models: dict[str, Path], server: SshServer, llama_server: str) -> Iterator[Herd]:
+    # The preset path has a space on purpose: it must reach the far side literally.
+    (tmp_path / "remote models.ini").write_text(preset_text(dict(tiny_models)))
+    h = Herd(root=tmp_path, config=tmp_path / "config.toml")
+    h.machine = ssh_machine(server, "far", tmp_path, llama_server)  # type: ignore[attr-defined]
+    h.write_config(toml_for(h.machine))  # type: ignore[attr-defined]
+    yield h
+    h.stop_all()
+
+
+def test_start_over_ssh_tunnel_load_unload_and_adopt(remote: Herd, server: SshServer) -> None:
+    r = remote.run("start", "far")
+    assert r.returncode == 0, r.stderr
+    pid = int(r.stdout.split("pid ")[1].split(",")[0])
+    proc = psutil.Process(pid)
+    listening = {c.laddr for c in proc.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN}
+    assert listening and all(a.ip == "127.0.0.1" for a in listening)
+    assert "remote models.ini" in " ".join(proc.cmdline())
+    # the router's parent is not this test nor an sshd session: it was detached
+    assert proc.ppid() == 1 or psutil.Process(proc.ppid()).name() != "sshd"
+    r = remote.run("load", "far", "alpha", "--wait")
+    assert r.returncode == 0 and "alpha: loaded" in r.stdout, r.stderr
+    r = remote.run("unload", "far", "alpha")
+    assert r.returncode == 0
+    # a second llamaherd process adopts it; the cut of every ssh connection does not touch it
+    server.cut_connections()
+    r = remote.run("start", "far")
+    assert r.returncode == 0 and "adopted" in r.stdout and f"pid {pid}" in r.stdout
+    assert proc.is_running()
+    st = remote.run("status", "--json")
+    assert '"router": "running"' in st.stdout and f'"pid": {pid}' in st.stdout
+    r = remote.run("stop", "far")
+    assert "stopped on request" in r.stdout
+    assert not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+
+
+def test_two_concurrent_starts_over_ssh_give_one_router(remote: Herd) -> None:
+    procs = [remote.popen("start", "far") for _ in range(2)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert sorted("adopted" in o for o, _ in outs) == [False, True]
+    assert len(remote.router_pids()) == 1
+
+
+async def test_follower_survives_a_cut_link_and_reports_kill_9(remote: Herd, server: SshServer) -> None:
+    events: list[FleetEvent] = []
+    m = Machine(remote.machine, events.append)  # type: ignore[attr-defined]
+    assert m.manager is not None
+    await m.transport.connect()
+    rec, started = await m.manager.start()
+    assert started
+    m.start()
+    try:
+        async with asyncio.timeout(15):
+            while m.view.router_state is not RouterState.RUNNING or m.view.stream != "sse":
+                await asyncio.sleep(0.05)
+        url_before = m.view.url
+        server.cut_connections()
+        # the tunnel comes back by itself, on the same local port, and the router is still the same
+        await asyncio.sleep(0.5)
+        async with asyncio.timeout(20):
+            while True:
+                try:
+                    await m.require_client().load("alpha")
+                    break
+                except Exception:
+                    await asyncio.sleep(0.2)
+            while m.models.get("alpha") is None or m.models["alpha"].state is not ModelState.LOADED:
+                await asyncio.sleep(0.05)
+        assert m.view.url == url_before and m.view.pid == rec.pid
+        t0 = time.monotonic()
+        psutil.Process(rec.pid).kill()
+        async with asyncio.timeout(10):
+            while m.view.router_state is not RouterState.EXITED:
+                await asyncio.sleep(0.02)
+        took = time.monotonic() - t0
+        assert took < 2.0, took
+        assert "exited without being asked" in m.view.router_reason and m.view.log_tail
+    finally:
+        await m.close()
+
+
+async def test_unknown_host_key_refused_then_accepted(tmp_path: Path, sshd: SshServer, llama_server: str) -> None:  # noqa: F811
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    cfg = ssh_machine(sshd, "far", tmp_path, llama_server)
+    import dataclasses
+
+    m = Machine(dataclasses.replace(cfg, known_hosts=str(empty)), lambda ev: None)
+    with pytest.raises(HostKeyError) as e:
+        await m.transport.connect()
+    assert "127.0.0.1" in str(e.value) and "accept_new_host_key" in str(e.value)
+    await m.close()
+    m = Machine(dataclasses.replace(cfg, known_hosts=str(empty), accept_new_host_key=True), lambda ev: None)
+    await m.transport.connect()
+    await m.close()
+    assert sshd.host_key_line.split()[-1] in empty.read_text()

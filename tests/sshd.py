@@ -1,0 +1,233 @@
+"""A real OpenSSH sshd on 127.0.0.1 for tests and benchmarks.
+
+Enable the fixtures with `pytest_plugins = ["tests.sshd"]` in tests/conftest.py, or import them into a test
+module: `from tests.sshd import sshd, sshd_nosftp  # noqa: F401`.
+
+Each server runs as the current user with its own generated host key, client key, authorized_keys and
+sshd_config, on a free port. `fake_bin` is first on the PATH of every ssh session, so a test can put a fake
+`nvidia-smi` there (and must remove it again).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+import pytest
+
+SSHD = os.environ.get("SSHD", "/usr/sbin/sshd")
+HOW_TO_GET = "Debian/Ubuntu: apt-get install openssh-server"
+
+
+class SshdUnavailable(RuntimeError):
+    pass
+
+
+@dataclass
+class SshServer:
+    host: str
+    port: int
+    user: str
+    client_key: str
+    known_hosts: str
+    host_key_line: str
+    workdir: Path
+    log_path: Path
+    fake_bin: Path
+    sftp: bool
+    proc: subprocess.Popen[bytes] = field(repr=False)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def ssh_config(self, alias: str) -> str:
+        """An ~/.ssh/config block that reaches this server as `alias`."""
+        return (
+            f"Host {alias}\n  HostName {self.host}\n  Port {self.port}\n  User {self.user}\n"
+            f"  IdentityFile {self.client_key}\n  IdentitiesOnly yes\n"
+        )
+
+    def connection_pids(self) -> list[int]:
+        """The per-connection sshd processes (children of the listener)."""
+        try:
+            return [c.pid for c in psutil.Process(self.pid).children()]
+        except psutil.NoSuchProcess:
+            return []
+
+    def cut_connections(self) -> int:
+        """Cut every current client connection at the server, as a dropped link would. Returns how many
+        processes were killed. The listener stays up, so clients can connect again."""
+        try:
+            victims = psutil.Process(self.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return 0
+        for p in victims:
+            try:
+                p.send_signal(signal.SIGKILL)
+            except psutil.NoSuchProcess:
+                continue
+        psutil.wait_procs(victims, timeout=3)
+        return len(victims)
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _keygen(path: Path, comment: str) -> None:
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+        check=True,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+    )
+
+
+def _wait_listening(proc: subprocess.Popen[bytes], port: int, deadline: float) -> bool:
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+                # OpenSSH speaks first: its banner proves it is our sshd, not something else on the port.
+                s.settimeout(2)
+                if s.recv(4).startswith(b"SSH-"):
+                    return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def start_sshd(workdir: Path, *, sftp: bool = True) -> SshServer:
+    """Start sshd in workdir (keys, config, log). Raises SshdUnavailable when sshd is not installed."""
+    if not os.path.exists(SSHD) or shutil.which("ssh-keygen") is None:
+        raise SshdUnavailable(f"OpenSSH sshd is not installed ({SSHD}; {HOW_TO_GET})")
+    workdir.mkdir(parents=True, exist_ok=True)
+    user = getpass.getuser()
+    host_key = workdir / "ssh_host_ed25519_key"
+    client_key = workdir / "client_key"
+    _keygen(host_key, "llamaherd-test-host")
+    _keygen(client_key, "llamaherd-test-client")
+    authorized = workdir / "authorized_keys"
+    authorized.write_text(Path(f"{client_key}.pub").read_text())
+    os.chmod(authorized, 0o600)
+    fake_bin = workdir / "bin"
+    fake_bin.mkdir(exist_ok=True)
+    if os.geteuid() == 0:
+        # sshd refuses to start as root without its privilege separation directory; Debian's service
+        # creates it at boot, which a container never ran.
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+    host_pub = Path(f"{host_key}.pub").read_text().split()
+    last_err = ""
+    for _attempt in range(5):
+        port = _free_port()
+        config = workdir / "sshd_config"
+        lines = [
+            "ListenAddress 127.0.0.1",
+            f"Port {port}",
+            f"HostKey {host_key}",
+            f"PidFile {workdir / 'sshd.pid'}",
+            f"AuthorizedKeysFile {authorized}",
+            "PubkeyAuthentication yes",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "UsePAM no",
+            "StrictModes no",
+            "PermitRootLogin prohibit-password",
+            "AllowTcpForwarding yes",
+            "LogLevel VERBOSE",
+            # The "remote" keeps its state in the fixture's directory, not in the real $HOME/.local/state.
+            f"SetEnv PATH={fake_bin}:{os.environ.get('PATH', '/usr/local/bin:/usr/bin:/bin')} "
+            f"XDG_STATE_HOME={workdir / 'remote-state'}",
+        ]
+        if sftp:
+            lines.append("Subsystem sftp internal-sftp")
+        config.write_text("\n".join(lines) + "\n")
+        log_path = workdir / "sshd.log"
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(
+                [SSHD, "-D", "-e", "-f", str(config)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+        if _wait_listening(proc, port, time.monotonic() + 10):
+            known = workdir / "known_hosts"
+            line = f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}"
+            known.write_text(line + "\n")
+            os.chmod(known, 0o600)
+            return SshServer(
+                host="127.0.0.1",
+                port=port,
+                user=user,
+                client_key=str(client_key),
+                known_hosts=str(known),
+                host_key_line=line,
+                workdir=workdir,
+                log_path=log_path,
+                fake_bin=fake_bin,
+                sftp=sftp,
+                proc=proc,
+            )
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(5)
+        last_err = log_path.read_text(errors="replace")[-2000:]
+    raise RuntimeError(f"sshd did not start:\n{last_err}")
+
+
+def _start_or_skip(workdir: Path, *, sftp: bool) -> SshServer:
+    try:
+        return start_sshd(workdir, sftp=sftp)
+    except SshdUnavailable as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"{e}: required in CI")
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
+    """A real sshd with the SFTP subsystem."""
+    server = _start_or_skip(tmp_path_factory.mktemp("sshd"), sftp=True)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def sshd_nosftp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
+    """A real sshd without any SFTP subsystem (commands and forwards only)."""
+    server = _start_or_skip(tmp_path_factory.mktemp("sshd-nosftp"), sftp=False)
+    try:
+        yield server
+    finally:
+        server.stop()
