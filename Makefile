@@ -25,7 +25,7 @@ test: install-test lint
 screenshots: install
 	$(PYTHON) -m app.screenshots screenshots
 
-BENCHES = event_latency_cli
+BENCHES = event_latency_cli ssh_connect lifecycle
 
 bench: install-test
 	for b in $(BENCHES); do $(PYTHON) -m bench.$$b || exit 1; done

@@ -10,23 +10,14 @@ Run: python -m bench.ssh_connect [N]
 from __future__ import annotations
 
 import asyncio
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from app.services.ssh_transport import SshTransport
+from bench.common import figures
 from tests.sshd import SshdUnavailable, start_sshd
-
-
-def figures(label: str, samples_ms: list[float]) -> str:
-    s = sorted(samples_ms)
-    p95 = s[min(len(s) - 1, round(0.95 * (len(s) - 1)))]
-    return (
-        f"{label}: n={len(s)} median={statistics.median(s):.1f} ms p95={p95:.1f} ms "
-        f"min={s[0]:.1f} ms max={s[-1]:.1f} ms"
-    )
 
 
 async def main(n: int) -> None:

@@ -116,9 +116,7 @@ class RouterManager:
 
     async def is_same_process(self, rec: RouterRecord) -> bool:
         """pid alive and the same process (a reused pid is not the router)."""
-        if not await self.transport.pid_alive(rec.pid):
-            return False
-        st = await self.transport.process_start_time(rec.pid)
+        st = await self.transport.live_start_time(rec.pid)
         return st is not None and same_start(st, rec.start_time)
 
     async def inspect(self) -> RouterStatus:
@@ -206,16 +204,16 @@ class RouterManager:
         await self.write_record(rec)
         deadline = time.monotonic() + HEALTH_TIMEOUT
         while time.monotonic() < deadline:
+            if await self._healthy(port):
+                rec = replace(rec, state="running")
+                await self.write_record(rec)
+                return rec
             # Watch the process while waiting: a taken port or an unknown flag exits within a second.
             if not await self.is_same_process(rec):
                 await self.clear_record()
                 raise LifecycleError(
                     f"llama-server exited during start-up on {self.machine.name}", await self._new_log(log, offset)
                 )
-            if await self._healthy(port):
-                rec = replace(rec, state="running")
-                await self.write_record(rec)
-                return rec
             await asyncio.sleep(HEALTH_EVERY)
         await t.kill(pid, signal.SIGKILL)
         await self.clear_record()

@@ -173,6 +173,12 @@ class Transport(ABC):
     @abstractmethod
     async def process_start_time(self, pid: int) -> float | None: ...
 
+    async def live_start_time(self, pid: int) -> float | None:
+        """The start time of a live (not zombie) process, or None: "is it still that process?" in one look."""
+        if not await self.pid_alive(pid):
+            return None
+        return await self.process_start_time(pid)
+
     @abstractmethod
     async def kill(self, pid: int, sig: int) -> bool: ...
 

@@ -180,7 +180,10 @@ async def test_list_files_and_expand(ssh1: SshTransport, tmp_path: Path) -> None
     home = pwd.getpwuid(os.getuid()).pw_dir  # what sshd gives the session as $HOME
     assert await ssh1.expand("~/models") == f"{home}/models"
     assert await ssh1.expand("$HOME/$(x)") == f"{home}/$(x)"
-    assert await ssh1.state_dir() == f"{home}/.local/state/llamaherd"
+    # the fixture's sshd sets XDG_STATE_HOME for its sessions (tests/sshd.py), so the remote's own value wins
+    state_home = (await ssh1.run(["sh", "-c", 'printf %s "${XDG_STATE_HOME:-$HOME/.local/state}"'])).stdout.decode()
+    assert state_home.endswith("remote-state")
+    assert await ssh1.state_dir() == f"{state_home}/llamaherd"
 
 
 # ---- processes ----
