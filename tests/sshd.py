@@ -165,7 +165,10 @@ def start_sshd(workdir: Path, *, sftp: bool = True) -> SshServer:
             "LogLevel VERBOSE",
             # The "remote" keeps its state in the fixture's directory, not in the real $HOME/.local/state.
             f"SetEnv PATH={fake_bin}:{os.environ.get('PATH', '/usr/local/bin:/usr/bin:/bin')} "
-            f"XDG_STATE_HOME={workdir / 'remote-state'}",
+            f"XDG_STATE_HOME={workdir / 'remote-state'} "
+            # Every remote command starts the user's login shell; here root's .bashrc runs `pyenv init`, whose
+            # rehash waits up to 60 s on a lock left by an interrupted pip. Bound that wait for test sessions.
+            "PYENV_REHASH_TIMEOUT=1",
         ]
         if sftp:
             lines.append("Subsystem sftp internal-sftp")
