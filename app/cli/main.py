@@ -7,7 +7,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from app.cli import machine_cmds, router_cmds
+from app.cli import machine_cmds, preset_cmds, router_cmds
 from app.cli.context import CliContext
 from app.cli.output import err
 from app.config import load_config, resolve_config_path
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     router_cmds.add_parsers(sub)
     machine_cmds.add_parsers(sub)
+    preset_cmds.add_parsers(sub)
     return parser
 
 

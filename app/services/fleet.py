@@ -6,9 +6,13 @@ import asyncio
 import contextlib
 
 from app.config import Config
+from app.services import model_files
+from app.services.discovery import DiscoveredModel, Discovery
 from app.services.errors import ConfigError, HerdError, RouterError
 from app.services.loading import LOAD_TIMEOUT, ensure_loaded
 from app.services.machine import Machine
+from app.services.preset_store import Edit, PresetPlan, PresetResult, PresetSnapshot, PresetStore
+from app.services.router_api import RouterClient
 from app.services.routers import RouterRecord
 from app.services.types import (
     FleetEvent,
@@ -90,27 +94,27 @@ class Fleet:
         """Ask; progress and the outcome arrive as events (a failure as a Problem with the model's log lines)."""
         m = self.machine(machine)
         try:
-            await m.require_client().load(model)
+            await (await m.router_client()).load(model)
         except RouterError as e:
             self._emit(Problem(machine, f"load {model} on {machine}: {e}", model=model))
             raise
 
     async def load_and_wait(self, machine: str, model: str, timeout: float = LOAD_TIMEOUT) -> ModelInfo | None:
         m = self.machine(machine)
-        return await ensure_loaded(m.require_client(), model, timeout=timeout, log_tail=m.model_log_tail)
+        return await ensure_loaded(await m.router_client(), model, timeout=timeout, log_tail=m.model_log_tail)
 
     async def unload(self, machine: str, model: str) -> None:
         try:
-            await self.machine(machine).require_client().unload(model)
+            await (await self.machine(machine).router_client()).unload(model)
         except RouterError as e:
             self._emit(Problem(machine, f"unload {model} on {machine}: {e}", model=model))
             raise
 
     async def reload(self, machine: str) -> None:
-        await self.machine(machine).require_client().reload()
+        await (await self.machine(machine).router_client()).reload()
 
     async def model_props(self, machine: str, model: str) -> ModelProps:
-        return await self.machine(machine).require_client().model_props(model)
+        return await (await self.machine(machine).router_client()).model_props(model)
 
     async def start_router(self, machine: str) -> RouterRecord:
         m = self.machine(machine)
@@ -124,6 +128,33 @@ class Fleet:
         finally:
             m.poke()
         return rec
+
+    # ---- presets and model files (the editor drives these) ----
+
+    async def client(self, machine: str) -> RouterClient:
+        return await self.machine(machine).router_client()
+
+    def presets(self, machine: str) -> PresetStore:
+        return PresetStore(self.machine(machine))
+
+    async def read_preset(self, machine: str) -> PresetSnapshot:
+        return await self.presets(machine).read()
+
+    async def preset_known_keys(self, machine: str) -> frozenset[str]:
+        return await self.presets(machine).known_keys()
+
+    async def plan_preset(self, machine: str, edit: Edit, snapshot: PresetSnapshot | None = None) -> PresetPlan:
+        return await self.presets(machine).plan(edit, snapshot)
+
+    async def apply_preset(self, machine: str, plan: PresetPlan) -> PresetResult:
+        return await self.presets(machine).apply(plan)
+
+    async def discover_models(self, machine: str) -> Discovery:
+        m = self.machine(machine)
+        return await model_files.scan(m.transport, m.cfg.models_dirs)
+
+    async def new_section(self, machine: str, model: DiscoveredModel) -> dict[str, str]:
+        return await model_files.new_section(self.machine(machine).transport, model)
 
     async def stop_router(self, machine: str) -> None:
         m = self.machine(machine)

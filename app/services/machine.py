@@ -381,6 +381,13 @@ class Machine:
             )
         return await self.client_for(f"http://127.0.0.1:{status.record.port}")
 
+    async def router_client(self) -> RouterClient:
+        """The follower's client when it has one, else a fresh look (one-shot use without followers)."""
+        try:
+            return self.require_client()
+        except RouterError:
+            return await self.connect_router()
+
     def require_client(self) -> RouterClient:
         if self.client is None or self.view.router_state not in (RouterState.RUNNING, RouterState.ATTACHED):
             state = self.view.router_state.value

@@ -180,7 +180,7 @@ class RouterManager:
 
     async def _start_new(self) -> RouterRecord:
         t = self.transport
-        program = await self._program()
+        program = await self.program()
         port = self.machine.router_port or await t.free_port()
         preset = await self.preset_path()
         log = await self.log_path()
@@ -221,7 +221,7 @@ class RouterManager:
             f"llama-server did not answer /health within {HEALTH_TIMEOUT:.0f} s", await self._new_log(log, offset)
         )
 
-    async def _program(self) -> str:
+    async def program(self) -> str:
         if self.machine.program:
             return await self.transport.expand(self.machine.program)
         if self.transport.is_local:

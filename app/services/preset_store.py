@@ -1,0 +1,223 @@
+"""Reading, editing and writing a router's preset file on the machine that serves it.
+
+Every edit is read back from the file first (an adopted router serves sections this process never wrote), is
+validated before anything is written, is written only when the text differs, atomically, after a timestamped
+backup (the last 5 kept), and is refused when the file changed on disk since it was read. A running router is then
+asked to reload, and the caller is told beforehand which loaded models that reload will unload: those whose
+section changed, and no others.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from app.services.errors import PresetError, RouterError
+from app.services.machine import Machine
+from app.services.preset_fields import (
+    known_keys_from_help,
+    validate_key,
+    validate_mapping,
+    validate_section_name,
+    validate_value,
+)
+from app.services.presets import GLOBAL_SECTION, PresetDoc, changed_sections, unified_diff
+from app.services.types import ModelInfo, RouterState
+
+BACKUPS_KEPT = 5
+_known_keys_cache: dict[tuple[str, str], frozenset[str]] = {}
+
+Edit = Callable[[PresetDoc], PresetDoc]
+
+
+class PresetConflict(PresetError):
+    """The file changed on disk since it was read; `diff` shows what changed there."""
+
+    def __init__(self, path: str, diff: str) -> None:
+        self.path = path
+        self.diff = diff
+        super().__init__(f"{path} changed on disk since it was read; nothing was written. What changed:\n{diff}")
+
+
+@dataclass(frozen=True)
+class PresetSnapshot:
+    path: str
+    text: str
+    exists: bool
+
+    @property
+    def doc(self) -> PresetDoc:
+        return PresetDoc.parse(self.text)
+
+
+@dataclass(frozen=True)
+class PresetPlan:
+    """What an edit would do, shown before anything is written."""
+
+    snapshot: PresetSnapshot
+    new_text: str
+    diff: str
+    changed: frozenset[str]
+    will_unload: tuple[str, ...]  # loaded models the reload will restart
+    router_running: bool
+
+    @property
+    def no_change(self) -> bool:
+        return self.new_text == self.snapshot.text
+
+
+@dataclass(frozen=True)
+class PresetResult:
+    plan: PresetPlan
+    written: bool
+    backup: str | None
+    reloaded: bool
+
+
+class PresetStore:
+    def __init__(self, machine: Machine) -> None:
+        if machine.manager is None:
+            raise PresetError(f"{machine.name} is attach-only: its preset file belongs to whoever runs that router")
+        self.machine = machine
+        self.manager = machine.manager
+        self.transport = machine.transport
+
+    async def path(self) -> str:
+        return await self.manager.preset_path()
+
+    async def read(self) -> PresetSnapshot:
+        path = await self.path()
+        try:
+            data = await self.transport.read_file(path)
+        except FileNotFoundError:
+            return PresetSnapshot(path, "", exists=False)
+        try:
+            return PresetSnapshot(path, data.decode("utf-8"), exists=True)
+        except UnicodeDecodeError:
+            raise PresetError(f"{path} is not UTF-8 text; llamaherd will not edit it") from None
+
+    async def known_keys(self) -> frozenset[str]:
+        """Keys the machine's own llama-server accepts (from its --help), cached per machine and program."""
+        program = await self.manager.program()
+        key = (self.machine.name, program)
+        if key not in _known_keys_cache:
+            r = await self.transport.run([program, "--help"], timeout=30)
+            text = (r.stdout + r.stderr).decode(errors="replace")
+            keys = known_keys_from_help(text)
+            if not keys:
+                raise PresetError(f"could not read the options of {program} on {self.machine.name} (--help)")
+            _known_keys_cache[key] = keys
+        return _known_keys_cache[key]
+
+    async def running_models(self) -> list[ModelInfo]:
+        try:
+            client = await self.machine.connect_router()
+            return [m for m in await client.models() if m.state.running]
+        except RouterError:
+            return []
+
+    async def plan(self, edit: Edit, snapshot: PresetSnapshot | None = None) -> PresetPlan:
+        snap = snapshot or await self.read()
+        old = snap.doc
+        new = edit(old)
+        new_text = new.text()
+        changed = frozenset(changed_sections(old, new))
+        running = await self.running_models()
+        router_running = self.machine.client is not None and self.machine.view.router_state is RouterState.RUNNING
+        # [*] cascades under every model: then each running model's final options may have changed.
+        spread = GLOBAL_SECTION in changed
+        hit = [m.id for m in running if spread or m.id in changed]
+        return PresetPlan(
+            snapshot=snap,
+            new_text=new_text,
+            diff=unified_diff(snap.text, new_text, snap.path),
+            changed=changed,
+            will_unload=tuple(hit),
+            router_running=router_running,
+        )
+
+    async def apply(self, plan: PresetPlan) -> PresetResult:
+        if plan.no_change:
+            return PresetResult(plan, written=False, backup=None, reloaded=False)  # identical text: no reload
+        snap = plan.snapshot
+        current = await self.read()
+        if current.text != snap.text or current.exists != snap.exists:
+            raise PresetConflict(snap.path, unified_diff(snap.text, current.text, snap.path))
+        backup = await self._backup(snap) if snap.exists else None
+        await self.transport.write_file_atomic(snap.path, plan.new_text.encode("utf-8"), mode=0o600)
+        reloaded = False
+        if plan.router_running and self.machine.client is not None:
+            await self.machine.client.reload()  # only against a running router; a stopped one reads it at start
+            reloaded = True
+        return PresetResult(plan, written=True, backup=backup, reloaded=reloaded)
+
+    async def edit(self, edit: Edit) -> PresetResult:
+        return await self.apply(await self.plan(edit))
+
+    async def _backup(self, snap: PresetSnapshot) -> str:
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + f"-{int(time.time() * 1000) % 1000:03d}"
+        path = f"{snap.path}.bak-{stamp}"
+        await self.transport.write_file_atomic(path, snap.text.encode("utf-8"), mode=0o600)
+        folder, base = posixpath.split(snap.path)
+        files = await self.transport.list_files([folder], pattern=f"{base}.bak-*", max_depth=1)
+        pattern = re.compile(re.escape(base) + r"\.bak-\d{8}-\d{6}-\d{3}$")
+        backups = sorted(f.path for f in files if pattern.match(posixpath.basename(f.path)))
+        for old in backups[:-BACKUPS_KEPT]:
+            await self.transport.remove(old)
+        return path
+
+
+# ---- validated edits (each refuses before anything is written) ----
+
+
+def set_keys(section: str, values: Mapping[str, str], known: frozenset[str] | None) -> Edit:
+    validate_section_name(section)
+    checked = {validate_key(k, known): validate_value(k, v) for k, v in values.items()}
+
+    def edit(doc: PresetDoc) -> PresetDoc:
+        for k, v in checked.items():
+            doc = doc.set_key(section, k, v) if v else doc.unset_key(section, k)
+        return doc
+
+    return edit
+
+
+def unset_keys(section: str, keys: list[str]) -> Edit:
+    def edit(doc: PresetDoc) -> PresetDoc:
+        if not doc.has_section(section):
+            raise PresetError(f"no section [{section}] in the preset")
+        for k in keys:
+            doc = doc.unset_key(section, k)
+        return doc
+
+    return edit
+
+
+def replace_section(section: str, values: Mapping[str, str], known: frozenset[str] | None) -> Edit:
+    validate_section_name(section)
+    checked = validate_mapping(values, known)
+    return lambda doc: doc.replace_section(section, checked)
+
+
+def add_section(section: str, values: Mapping[str, str], known: frozenset[str] | None) -> Edit:
+    validate_section_name(section)
+    checked = validate_mapping(values, known)
+
+    def edit(doc: PresetDoc) -> PresetDoc:
+        if doc.has_section(section):
+            raise PresetError(f"section [{section}] already exists; choose another name with --name")
+        return doc.add_section(section, checked)
+
+    return edit
+
+
+def remove_section(section: str) -> Edit:
+    def edit(doc: PresetDoc) -> PresetDoc:
+        if not doc.has_section(section):
+            raise PresetError(f"no section [{section}] in the preset")
+        return doc.remove_section(section)
+
+    return edit
