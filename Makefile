@@ -6,10 +6,12 @@ PIP = $(PYTHON) -m pip install --progress-bar off -q
 
 install:
 	$(PIP) -e .
+	@# pyenv only puts a new console script on PATH after a rehash
+	@command -v pyenv >/dev/null 2>&1 && pyenv rehash 2>/dev/null || true
 	PYTHON=$(PYTHON) bash scripts/install-llama-server.sh
 
 demo: install
-	llamaherd demo
+	$(PYTHON) -m app demo
 
 install-test:
 	$(PIP) -e '.[test]'
@@ -25,7 +27,7 @@ test: install-test lint
 screenshots: install
 	$(PYTHON) -m app.screenshots screenshots
 
-BENCHES = event_latency_cli ssh_connect lifecycle
+BENCHES = event_latency_cli ssh_connect lifecycle ui_event_to_screen ui_idle_cpu ui_size
 
 bench: install-test
 	for b in $(BENCHES); do $(PYTHON) -m bench.$$b || exit 1; done

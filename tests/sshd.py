@@ -140,6 +140,7 @@ def start_sshd(workdir: Path, *, sftp: bool = True) -> SshServer:
     os.chmod(authorized, 0o600)
     fake_bin = workdir / "bin"
     fake_bin.mkdir(exist_ok=True)
+    (workdir / "home").mkdir(exist_ok=True)
     if os.geteuid() == 0:
         # sshd refuses to start as root without its privilege separation directory; Debian's service
         # creates it at boot, which a container never ran.
@@ -166,9 +167,10 @@ def start_sshd(workdir: Path, *, sftp: bool = True) -> SshServer:
             # The "remote" keeps its state in the fixture's directory, not in the real $HOME/.local/state.
             f"SetEnv PATH={fake_bin}:{os.environ.get('PATH', '/usr/local/bin:/usr/bin:/bin')} "
             f"XDG_STATE_HOME={workdir / 'remote-state'} "
-            # Every remote command starts the user's login shell; here root's .bashrc runs `pyenv init`, whose
-            # rehash waits up to 60 s on a lock left by an interrupted pip. Bound that wait for test sessions.
-            "PYENV_REHASH_TIMEOUT=1",
+            # The "remote" user gets a home of its own: every remote command starts the login shell, and this
+            # machine's root .bashrc runs `pyenv init`, whose rehash takes a lock that a cut connection can leave
+            # behind (then every later command waited on it). A separate $HOME also catches local/remote mix-ups.
+            f"HOME={workdir / 'home'}",
         ]
         if sftp:
             lines.append("Subsystem sftp internal-sftp")

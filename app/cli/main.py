@@ -7,7 +7,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from app.cli import machine_cmds, preset_cmds, router_cmds
+from app.cli import dashboard_cmds, machine_cmds, preset_cmds, router_cmds
 from app.cli.context import CliContext
 from app.cli.output import err
 from app.config import load_config, resolve_config_path
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     router_cmds.add_parsers(sub)
     machine_cmds.add_parsers(sub)
     preset_cmds.add_parsers(sub)
+    dashboard_cmds.add_parsers(sub)
     return parser
 
 
@@ -41,8 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         err(str(e))
         return 2
     if args.command is None:
-        err("the dashboard is not wired in yet; see `llamaherd --help`")
-        return 2
+        args.func, args.sync = dashboard_cmds.cmd_dashboard, True
     ctx = CliContext(config)
     try:
         if getattr(args, "sync", False):

@@ -296,10 +296,10 @@ class Machine:
             return []
         att = LogAttributor()
         att.ports.update(self.attributor.ports)
-        lines = [att.parse(r) for r in raw]
-        mine = [ln.raw for ln in lines if ln.model == model]
-        errors = [ln for ln in mine if " E " in ln]
-        return (errors or mine)[-n:]
+        # Without the child's relative timestamps: they say nothing to an operator and differ on every run.
+        mine = [ln for ln in (att.parse(r) for r in raw) if ln.model == model]
+        errors = [ln for ln in mine if ln.level == "E"]
+        return [f"{ln.level} {ln.text}".strip() for ln in (errors or mine)[-n:]]
 
     async def _report_failure(self, model: str, exit_code: int | None) -> None:
         tail = await self.model_log_tail(model)

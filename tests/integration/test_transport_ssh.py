@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import pwd
 import signal
 import socket
 import stat
@@ -177,7 +176,7 @@ async def test_list_files_and_expand(ssh1: SshTransport, tmp_path: Path) -> None
     ]
     assert [(f.path, f.size) for f in got] == [(f.path, f.size) for f in local]
     assert all(abs(a.mtime - b.mtime) < 0.01 for a, b in zip(got, local, strict=True))
-    home = pwd.getpwuid(os.getuid()).pw_dir  # what sshd gives the session as $HOME
+    home = (await ssh1.run(["sh", "-c", 'printf %s "$HOME"'])).stdout.decode()  # the fixture's remote home
     assert await ssh1.expand("~/models") == f"{home}/models"
     assert await ssh1.expand("$HOME/$(x)") == f"{home}/$(x)"
     # the fixture's sshd sets XDG_STATE_HOME for its sessions (tests/sshd.py), so the remote's own value wins

@@ -1,0 +1,51 @@
+"""The fleet view: every model on every machine in one table, with a machine column."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from app.services.types import ModelInfo
+from app.ui.format import DIM
+from app.ui.glyphs import Glyphs
+from app.ui.models import MODEL_COLUMNS, CellSpec, Col, KeyedTable, Row, matches
+
+SEP = "\x1f"  # between machine and model in a row key; neither name can hold it
+
+
+def fleet_key(machine: str, model: str) -> str:
+    return f"{machine}{SEP}{model}"
+
+
+class FleetTable(KeyedTable):
+    def __init__(self, glyphs: Glyphs, **kw: Any) -> None:
+        super().__init__((Col("machine", "machine"), *MODEL_COLUMNS), glyphs, **kw)
+        self.sources: dict[str, tuple[ModelInfo, ...]] = {}
+        self.down: frozenset[str] = frozenset()
+        self.border_title = "fleet: every model on every machine"
+
+    def show(self, sources: Mapping[str, tuple[ModelInfo, ...]], down: frozenset[str] = frozenset()) -> None:
+        self.sources = dict(sources)
+        self.down = down
+        self.refresh_rows()
+
+    def desired_rows(self) -> dict[str, Row]:
+        w, narrow, g = max(8, self.id_width - 10), self.narrow, self.glyphs
+        out: dict[str, Row] = {}
+        for machine, models in self.sources.items():
+            shown = g.clip(machine, 14)
+            style = DIM if machine in self.down else ""
+            for m in models:
+                if matches(m, self.filter_text) or self.filter_text.lower() in machine.lower():
+                    # Sorted by machine, a machine's models keep the order of their ids.
+                    mcell = CellSpec(shown, style, (machine.lower(), m.id.lower()))
+                    key = fleet_key(machine, m.id)
+                    out[key] = (mcell, *self.cells(m, g, w, narrow, key))
+        return out
+
+    def selected(self) -> tuple[str, str] | None:
+        key = self.cursor_key()
+        if key is None or SEP not in key:
+            return None
+        machine, model = key.split(SEP, 1)
+        return machine, model

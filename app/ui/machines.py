@@ -1,0 +1,265 @@
+"""The machines pane: one card per machine with its link, its router, CPU/memory/GPU bars and a CPU sparkline.
+
+A card draws itself for the width it gets: one dense line when the pane spans the screen (narrow terminals stack
+the panes), several lines when it is a side column. A machine that is down is greyed out with the reason, and
+comes back by itself when the fleet says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from app.services.types import GpuStats
+from app.ui.format import BAD, DIM, connection_text, human_bytes, is_down, router_text
+from app.ui.glyphs import Glyphs
+from app.ui.state import MachineState
+
+ONE_LINE_MIN_WIDTH = 56  # below this a card uses several lines
+
+
+class MachineCard(Widget):
+    """One machine. Re-rendered from its MachineState when the pane calls `update_state`."""
+
+    selected: reactive[bool] = reactive(False)
+
+    def __init__(self, state: MachineState, glyphs: Glyphs, clock: Callable[[], float]) -> None:
+        super().__init__(classes="machine-card")
+        self.state = state
+        self.glyphs = glyphs
+        self.clock = clock
+        self._uptime_text = ""
+        self.name_width = len(state.view.name)
+        """Names are padded to the longest in the pane, so one-line cards line up like a table."""
+
+    @property
+    def machine(self) -> str:
+        return self.state.view.name
+
+    def watch_selected(self, value: bool) -> None:
+        self.set_class(value, "-selected")
+
+    def update_state(self, state: MachineState) -> None:
+        self.state = state
+        self.set_class(is_down(state.view), "-down")
+        # A new layout only when the card's height changes; a stats tick is a repaint of the card alone.
+        height = len(self._lines(self.content_size.width or self.size.width)) if self.size.width else -1
+        self.refresh(layout=height != self.size.height)
+
+    def tick(self) -> None:
+        """Called each second: repaint only when the uptime text changed, so an idle dashboard stays idle."""
+        text = router_text(self.state.view, self.clock())[0]
+        if text != self._uptime_text:
+            self.refresh()
+
+    def on_click(self, event: events.Click) -> None:
+        self.post_message(MachinesPane.Picked(self.machine))
+
+    def get_content_height(self, container: object, viewport: object, width: int) -> int:
+        return len(self._lines(width))
+
+    def render(self) -> Text:
+        return Text("\n").join(self._lines(self.content_size.width or self.size.width))
+
+    # ---- drawing ----
+
+    def _lines(self, width: int) -> list[Text]:
+        st, g = self.state, self.glyphs
+        v = st.view
+        down = is_down(v)
+        now = self.clock()
+        rtext, rstyle = router_text(v, now)
+        self._uptime_text = rtext
+        ctext, cstyle = connection_text(v)
+        mark = Text(g.selected if self.selected else " ", style="bold")
+        dot = Text(g.machine_down if down else g.machine_up, style=BAD if down else "green")
+        name = Text(v.name, style="bold")
+        if width >= ONE_LINE_MIN_WIDTH:
+            name.pad_right(max(0, self.name_width - len(v.name)))
+            head = Text.assemble(mark, dot, " ", name, "  ", (ctext.ljust(9), cstyle), " ", (rtext.ljust(14), rstyle))
+            lines = [head + self._fit_stats(width - head.cell_len)]
+        else:
+            # A side column: the link's state word beside the name, reasons wrapped below it, never cut to nothing.
+            inner = max(8, width - 2)
+            word, _, reason = ctext.partition(": ")
+            head = Text.assemble(mark, dot, " ", name)
+            gap = width - head.cell_len - len(word)
+            if gap >= 1:
+                head.append(" " * gap)
+                head.append(word, style=cstyle)
+                lines = [head]
+            else:
+                lines = [head, Text.assemble("  ", (g.clip(word, inner), cstyle))]
+            lines += [Text.assemble("  ", (chunk, cstyle)) for chunk in g.wrap(reason, inner, 2)]
+            lines += [Text.assemble("  ", (chunk, rstyle)) for chunk in g.wrap(rtext, inner, 2)]
+            lines += [Text("  ") + p for p in self._stat_parts(inner, compact=False)]
+        if st.problem:
+            room = max(4, width - 3)
+            wrapped = g.wrap(st.problem, room, 1 if width >= ONE_LINE_MIN_WIDTH else 3)
+            for i, chunk in enumerate(wrapped):
+                lines.append(Text.assemble(" ", (g.failed if i == 0 else " ", BAD), " ", (chunk, BAD)))
+        if down:
+            for ln in lines:
+                ln.stylize("dim")
+        for ln in lines:
+            ln.no_wrap = True
+            ln.truncate(width, overflow="ellipsis" if not g.ascii else "crop")
+        return lines
+
+    def _fit_stats(self, room: int) -> Text:
+        """The richest one-line form of the host stats that fits: sparkline, then bars, then numbers, then fewer."""
+        st, g = self.state, self.glyphs
+        s = st.stats
+        if s is None:
+            return Text("")
+        hist = st.cpu_history(self.clock())
+        gpu_used, gpu_total = _gpu_bytes(s.gpus)
+
+        def build(spark: int, bars: int, keep: int) -> Text:
+            cpu = Text.assemble(("cpu ", DIM), (f"{s.cpu_pct:3.0f}%", _load_style(s.cpu_pct / 100)))
+            if spark:
+                cpu.append(" ")
+                cpu.append(g.sparkline(hist, spark), style="cyan")
+            parts = [cpu]
+            if gpu_total:
+                parts.append(_meter("gpu ", gpu_used, gpu_total, bars, g))
+            if s.mem_total:
+                parts.append(_meter("mem ", s.mem_used, s.mem_total, bars, g))
+            out = Text("")
+            for p in parts[:keep]:
+                out.append("  ")
+                out.append_text(p)
+            return out
+
+        for spark, bars, keep in ((12, 6, 3), (8, 5, 3), (6, 4, 3), (0, 4, 3), (0, 0, 3), (0, 0, 2), (0, 0, 1)):
+            t = build(spark, bars, keep)
+            if t.cell_len <= room:
+                return t
+        return Text("")
+
+    def _stat_parts(self, width: int, compact: bool) -> list[Text]:
+        st, g = self.state, self.glyphs
+        s = st.stats
+        if s is None:
+            return [] if compact else [Text("no host stats yet", style=DIM)]
+        bar_w = 8 if compact else max(4, min(14, (width - 10) // 2))
+        parts: list[Text] = []
+        hist = st.cpu_history(self.clock())
+        spark_w = 12 if compact else max(0, width - 4 - bar_w - 5 - 1)
+        cpu = Text.assemble(
+            ("cpu ", DIM),
+            (g.bar(s.cpu_pct / 100, bar_w), _load_style(s.cpu_pct / 100)),
+            f" {s.cpu_pct:3.0f}%",
+        )
+        if spark_w >= 3:
+            cpu.append(" ")
+            cpu.append(g.sparkline(hist, spark_w), style="cyan")
+        parts.append(cpu)
+        if s.mem_total:
+            frac = s.mem_used / s.mem_total
+            parts.append(
+                Text.assemble(
+                    ("mem ", DIM),
+                    (g.bar(frac, bar_w), _load_style(frac)),
+                    f" {human_bytes(s.mem_used)}/{human_bytes(s.mem_total)}",
+                )
+            )
+        if s.gpus:
+            used, total = _gpu_bytes(s.gpus)
+            frac = used / total if total else 0.0
+            label = "gpu " if len(s.gpus) == 1 else f"gpu{len(s.gpus)}"
+            parts.append(
+                Text.assemble(
+                    (label, DIM),
+                    (g.bar(frac, bar_w), _load_style(frac)),
+                    f" {human_bytes(used)}/{human_bytes(total)}",
+                )
+            )
+        return parts
+
+
+def _gpu_bytes(gpus: tuple[GpuStats, ...]) -> tuple[float, float]:
+    mb = 1024 * 1024
+    return sum(gp.memory_used_mb for gp in gpus) * mb, sum(gp.memory_total_mb for gp in gpus) * mb
+
+
+def _meter(label: str, used: float, total: float, bar_w: int, g: Glyphs) -> Text:
+    frac = used / total if total else 0.0
+    t = Text(label, style=DIM)
+    if bar_w:
+        t.append(g.bar(frac, bar_w), style=_load_style(frac))
+        t.append(" ")
+    t.append(f"{human_bytes(used)}/{human_bytes(total)}")
+    return t
+
+
+def _load_style(frac: float) -> str:
+    return "red" if frac >= 0.9 else "yellow" if frac >= 0.7 else "green"
+
+
+class MachinesPane(VerticalScroll, can_focus=True):
+    """The list of machine cards; up/down (or j/k, or a click) picks the machine the other panes show."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "move(-1)", "Prev machine", show=False, id="machine_prev"),
+        Binding("down,j", "move(1)", "Next machine", show=False, id="machine_next"),
+    ]
+
+    class Picked(Message):
+        def __init__(self, machine: str) -> None:
+            super().__init__()
+            self.machine = machine
+
+    selected: reactive[str] = reactive("", init=False)
+
+    def __init__(
+        self, states: list[MachineState], glyphs: Glyphs, clock: Callable[[], float], id: str | None = None
+    ) -> None:
+        super().__init__(id=id)
+        self._cards = {s.view.name: MachineCard(s, glyphs, clock) for s in states}
+        widest = max((len(n) for n in self._cards), default=0)
+        for card in self._cards.values():
+            card.name_width = widest
+        self.border_title = "machines"
+
+    def compose(self) -> ComposeResult:
+        yield from self._cards.values()
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._cards)
+
+    def card(self, name: str) -> MachineCard:
+        return self._cards[name]
+
+    def update_machine(self, state: MachineState) -> None:
+        card = self._cards.get(state.view.name)
+        if card is not None:
+            card.update_state(state)
+
+    def tick(self) -> None:
+        for card in self._cards.values():
+            card.tick()
+
+    def watch_selected(self, name: str) -> None:
+        for n, card in self._cards.items():
+            card.selected = n == name
+            if n == name:
+                card.refresh()
+                self.scroll_to_widget(card, animate=False)
+
+    def action_move(self, step: int) -> None:
+        names = self.names
+        if not names:
+            return
+        i = names.index(self.selected) if self.selected in names else 0
+        self.post_message(self.Picked(names[(i + step) % len(names)]))

@@ -1,0 +1,280 @@
+"""The model table of the selected machine, and the keyed diff every table here is updated with.
+
+Rows are keyed by model id. An update changes only the cells that differ (`update_cell`), adds and removes only the
+rows that came or went, and restores the cursor to the row it was on: clearing and refilling made the cursor jump
+to the top and the table flicker on every status change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rich.cells import cell_len
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.coordinate import Coordinate
+from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey, RowDoesNotExist
+
+from app.services.types import ModelInfo
+from app.ui.format import DIM, badge, human_bytes, human_count, human_ctx, state_rank, vision
+from app.ui.glyphs import Glyphs
+
+
+@dataclass(frozen=True)
+class Col:
+    key: str
+    label: str
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """What a cell shows and how it sorts; compared to decide whether `update_cell` is needed."""
+
+    text: str
+    style: str = ""
+    sort: Any = ""
+
+
+Row = tuple[CellSpec, ...]
+
+
+@dataclass(frozen=True)
+class RowDiff:
+    add: tuple[tuple[str, Row], ...] = ()
+    remove: tuple[str, ...] = ()
+    update: tuple[tuple[str, int, CellSpec], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.add or self.remove or self.update)
+
+
+def diff_rows(old: Mapping[str, Row], new: Mapping[str, Row]) -> RowDiff:
+    """Keyed diff: rows to add (in `new`'s order), rows to remove, and single cells that changed."""
+    add = tuple((k, r) for k, r in new.items() if k not in old)
+    remove = tuple(k for k in old if k not in new)
+    update: list[tuple[str, int, CellSpec]] = []
+    for k, r in new.items():
+        before = old.get(k)
+        if before is None or before == r:
+            continue
+        update += [(k, i, c) for i, (b, c) in enumerate(zip(before, r, strict=True)) if b != c]
+    return RowDiff(add, remove, tuple(update))
+
+
+class SortCell(Text):
+    """A Text that carries its sort value, so DataTable.sort orders by numbers rather than by printed text."""
+
+    def __init__(self, spec: CellSpec) -> None:
+        super().__init__(spec.text, style=spec.style, no_wrap=True, overflow="ellipsis", end="")
+        self.sort_value = spec.sort
+
+
+MODEL_COLUMNS: tuple[Col, ...] = (
+    Col("model", "model"),
+    Col("status", "status"),
+    Col("vision", "vision"),
+    Col("ctx", "ctx"),
+    Col("size", "size"),
+    Col("params", "params"),
+    Col("aliases", "aliases"),
+    Col("tags", "tags"),
+    Col("source", "source"),
+)
+
+
+def model_cells(m: ModelInfo, g: Glyphs, id_width: int, narrow: bool) -> Row:
+    btext, bstyle = badge(m, g)
+    if narrow and " " in btext and "%" in btext:
+        btext = btext.rsplit(" ", 1)[0]  # the percentage is enough where columns are scarce
+    vtext, vstyle = vision(m)
+    aliases = ", ".join(a for a in m.aliases if a != m.id)
+    return (
+        CellSpec(g.clip(m.id, id_width), "bold", m.id.lower()),
+        CellSpec(btext, bstyle, (state_rank(m), m.id.lower())),
+        CellSpec(vtext, vstyle, {"yes": 0, "no": 1}.get(vtext, 2)),
+        CellSpec(human_ctx(m.n_ctx), "", m.n_ctx or -1),
+        CellSpec(human_bytes(m.size), "", m.size or -1),
+        CellSpec(human_count(m.n_params), "", m.n_params or -1),
+        CellSpec(g.clip(aliases, 24), DIM, aliases),
+        CellSpec(g.clip(", ".join(m.tags), 24), DIM, ",".join(m.tags)),
+        CellSpec(m.source, DIM, m.source),
+    )
+
+
+def matches(m: ModelInfo, text: str) -> bool:
+    if not text:
+        return True
+    t = text.lower()
+    hay = " ".join((m.id, *m.aliases, *m.tags, m.source, m.state.value)).lower()
+    return t in hay
+
+
+class KeyedTable(DataTable[Text]):
+    """A DataTable fed whole desired states and updated by keyed diff. Subclasses say what the rows are."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("o", "cycle_sort", "Sort", show=False, id="sort"),
+        Binding("O", "reverse_sort", "Reverse sort", show=False, id="sort_reverse"),
+    ]
+
+    def __init__(self, columns: Sequence[Col], glyphs: Glyphs, **kw: Any) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, **kw)
+        self.cols = tuple(columns)
+        self.glyphs = glyphs
+        self.rows_now: dict[str, Row] = {}
+        self.sort_index = 0
+        self.sort_reverse = False
+        self.filter_text = ""
+        self._cell_cache: dict[str, tuple[ModelInfo, tuple[int, bool], Row]] = {}
+
+    def on_mount(self) -> None:
+        for c in self.cols:
+            self.add_column(c.label, key=c.key)
+        self._show_sort()
+
+    # ---- what subclasses provide ----
+
+    def desired_rows(self) -> dict[str, Row]:
+        raise NotImplementedError
+
+    # ---- applying ----
+
+    @property
+    def id_width(self) -> int:
+        """Room for the id column: what is left beside the essential columns, so status is never cut off."""
+        return max(10, min(48, (self.size.width or 80) - 46))
+
+    @property
+    def narrow(self) -> bool:
+        return (self.size.width or 80) < 70
+
+    def refresh_rows(self) -> RowDiff:
+        return self.apply_rows(self.desired_rows())
+
+    def apply_rows(self, desired: dict[str, Row]) -> RowDiff:
+        diff = diff_rows(self.rows_now, desired)
+        if not diff:
+            return diff
+        cursor_key = self.cursor_key()
+        with self.app.batch_update():
+            for key in diff.remove:
+                self.remove_row(key)
+            for key, i, cell in diff.update:
+                # Only a wider cell widens its column. DataTable answers a narrower one by measuring every cell
+                # of the column again, which made a burst on 500 rows quadratic.
+                col = self.columns[ColumnKey(self.cols[i].key)]
+                wider = cell_len(cell.text) > col.content_width
+                self.update_cell(key, col.key, SortCell(cell), update_width=wider)
+            for key, row in diff.add:
+                self.add_row(*(SortCell(c) for c in row), key=key)
+            self.rows_now = dict(desired)
+            touched_sort = any(i == self.sort_index for _, i, _ in diff.update)
+            if diff.add or touched_sort:
+                self._sort()
+            self._restore_cursor(cursor_key)
+        return diff
+
+    def cells(self, m: ModelInfo, g: Glyphs, id_width: int, narrow: bool, key: str = "") -> Row:
+        """model_cells, remembered per row: the fleet hands the same ModelInfo objects back for models that did
+        not change, and rebuilding 500 rows on every flush was most of a burst's cost."""
+        k = key or m.id
+        hit = self._cell_cache.get(k)
+        if hit is not None and hit[0] is m and hit[1] == (id_width, narrow):
+            return hit[2]
+        row = model_cells(m, g, id_width, narrow)
+        self._cell_cache[k] = (m, (id_width, narrow), row)
+        return row
+
+    def cursor_key(self) -> str | None:
+        if not self.row_count:
+            return None
+        try:
+            return self.coordinate_to_cell_key(Coordinate(self.cursor_row, 0)).row_key.value
+        except Exception:
+            return None
+
+    def _restore_cursor(self, key: str | None) -> None:
+        if key is None:
+            return
+        try:
+            index = self.get_row_index(key)
+        except RowDoesNotExist:
+            return  # its row went away: the cursor stays where it was, on the row that slid in
+        if index != self.cursor_row:
+            self.move_cursor(row=index, animate=False, scroll=False)
+
+    # ---- sorting ----
+
+    def _show_sort(self) -> None:
+        # In the border rather than the header: a changing header label would not resize its column.
+        arrow = self.glyphs.sort_down if self.sort_reverse else self.glyphs.sort_up
+        self.border_subtitle = self.filter_note() + f"sort: {self.cols[self.sort_index].label} {arrow}"
+
+    def filter_note(self) -> str:
+        return f"filter: {self.filter_text} {self.glyphs.sep} " if self.filter_text else ""
+
+    def _sort(self) -> None:
+        col = self.cols[self.sort_index].key
+
+        def key(cell: Text) -> Any:
+            return getattr(cell, "sort_value", cell.plain)
+
+        self.sort(col, key=key, reverse=self.sort_reverse)
+
+    def action_cycle_sort(self) -> None:
+        cursor_key = self.cursor_key()
+        self.sort_index = (self.sort_index + 1) % len(self.cols)
+        self.sort_reverse = False
+        self._show_sort()
+        self._sort()
+        self._restore_cursor(cursor_key)
+
+    def action_reverse_sort(self) -> None:
+        cursor_key = self.cursor_key()
+        self.sort_reverse = not self.sort_reverse
+        self._show_sort()
+        self._sort()
+        self._restore_cursor(cursor_key)
+
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text
+        self._show_sort()
+        self.refresh_rows()
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.rows_now:
+            self.refresh_rows()
+
+
+class ModelTable(KeyedTable):
+    """The selected machine's models, row key = model id."""
+
+    def __init__(self, glyphs: Glyphs, **kw: Any) -> None:
+        super().__init__(MODEL_COLUMNS, glyphs, **kw)
+        self.machine = ""
+        self.models: tuple[ModelInfo, ...] = ()
+
+    def show(self, machine: str, models: Iterable[ModelInfo], stale: bool = False) -> RowDiff:
+        if machine != self.machine:
+            # Another machine's list is another table, not an update of this one.
+            self.clear(columns=False)
+            self.rows_now = {}
+            self._cell_cache.clear()
+            self.machine = machine
+        self.models = tuple(models)
+        # A machine that is down keeps its last known list, dimmed, rather than an empty table.
+        note = (" (nothing known yet)" if not self.models else " (last known)") if stale else ""
+        self.border_title = f"models: {machine}{note}"
+        self.set_class(stale, "-stale")
+        return self.refresh_rows()
+
+    def desired_rows(self) -> dict[str, Row]:
+        w, narrow, g = self.id_width, self.narrow, self.glyphs
+        return {m.id: self.cells(m, g, w, narrow) for m in self.models if matches(m, self.filter_text)}
+
+    def selected_model(self) -> str | None:
+        return self.cursor_key()

@@ -1,0 +1,38 @@
+"""Command palette (ctrl+p): every bound action, plus "Load MODEL on MACHINE" / "Unload ..." for every known model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import TYPE_CHECKING, cast
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from app.ui.app import HerdApp
+
+Command = tuple[str, Callable[[], object], str]
+
+
+class HerdCommands(Provider):
+    def _commands(self) -> Iterator[Command]:
+        app = cast("HerdApp", self.app)
+        for title, action, help_text in app.palette_actions():
+            yield title, partial(app.run_action, action), help_text
+        for machine, st in app.state.machines.items():
+            for m in st.models:
+                # Both, whatever the state: typing "unload alpha" should always find it; the router says no if moot.
+                now = f"now {m.state.value}"
+                yield f"Load {m.id} on {machine}", partial(app.load, machine, m.id), now
+                yield f"Unload {m.id} on {machine}", partial(app.unload, machine, m.id), now
+
+    async def discover(self) -> Hits:
+        for title, callback, help_text in self._commands():
+            yield DiscoveryHit(title, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, callback, help_text in self._commands():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback, help=help_text)

@@ -1,0 +1,132 @@
+"""What the dashboard knows of each machine, folded from FleetEvents. Pure: no widgets, no I/O.
+
+The worker that reads the fleet's queue applies events here and learns what became stale; widgets render from it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from app.services.types import (
+    Connection,
+    FleetEvent,
+    HostStats,
+    HostStatsChanged,
+    LogLine,
+    LogLines,
+    MachineChanged,
+    MachineView,
+    ModelInfo,
+    ModelsChanged,
+    ModelState,
+    Problem,
+    RouterState,
+)
+
+CPU_WINDOW = 60.0  # seconds of CPU history behind the sparkline
+CPU_SAMPLES = 120  # hard cap, whatever the sampling rate
+
+
+@dataclass
+class MachineState:
+    view: MachineView
+    models: tuple[ModelInfo, ...] = ()
+    stats: HostStats | None = None
+    router_rss: int | None = None
+    cpu: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=CPU_SAMPLES))
+    problem: str = ""
+    """The last failure, kept in view until what failed works again (a toast alone scrolls away)."""
+    problem_model: str | None = None
+
+    def cpu_history(self, now: float) -> list[float]:
+        return [pct for t, pct in self.cpu if now - t <= CPU_WINDOW]
+
+    def running_models(self) -> list[str]:
+        return [m.id for m in self.models if m.state.running]
+
+
+@dataclass(frozen=True)
+class Changes:
+    """Which parts of the screen an applied batch of events made stale."""
+
+    cards: frozenset[str] = frozenset()
+    models: frozenset[str] = frozenset()
+    logs: tuple[tuple[str, tuple[LogLine, ...]], ...] = ()
+    problems: tuple[Problem, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.cards or self.models or self.logs or self.problems)
+
+    def merge(self, other: Changes) -> Changes:
+        return Changes(
+            cards=self.cards | other.cards,
+            models=self.models | other.models,
+            logs=self.logs + other.logs,
+            problems=self.problems + other.problems,
+        )
+
+
+def _placeholder(name: str) -> MachineView:
+    return MachineView(name=name, host="", connection=Connection.CONNECTING)
+
+
+class HerdState:
+    def __init__(self, names: list[str]) -> None:
+        self.machines: dict[str, MachineState] = {n: MachineState(view=_placeholder(n)) for n in names}
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.machines)
+
+    def get(self, name: str) -> MachineState:
+        st = self.machines.get(name)
+        if st is None:
+            st = self.machines[name] = MachineState(view=_placeholder(name))
+        return st
+
+    def apply(self, events: list[FleetEvent], now: float) -> Changes:
+        cards: set[str] = set()
+        models: set[str] = set()
+        logs: list[tuple[str, tuple[LogLine, ...]]] = []
+        problems: list[Problem] = []
+        for ev in events:
+            st = self.get(ev.machine)
+            if isinstance(ev, MachineChanged):
+                st.view = ev.view
+                if st.problem and st.problem_model is None and _healthy(ev.view):
+                    st.problem = ""
+                cards.add(ev.machine)
+            elif isinstance(ev, ModelsChanged):
+                st.models = ev.models
+                if st.problem_model is not None:
+                    m = next((m for m in ev.models if m.id == st.problem_model), None)
+                    if m is None or m.state in (ModelState.LOADED, ModelState.LOADING):
+                        st.problem, st.problem_model = "", None
+                models.add(ev.machine)
+                cards.add(ev.machine)
+            elif isinstance(ev, HostStatsChanged):
+                st.stats = ev.stats
+                st.router_rss = ev.router_rss
+                st.cpu.append((now, ev.stats.cpu_pct))
+                cards.add(ev.machine)
+            elif isinstance(ev, LogLines):
+                logs.append((ev.machine, ev.lines))
+            elif isinstance(ev, Problem):
+                self.note_problem(ev.machine, ev.message, ev.model)
+                problems.append(ev)
+                cards.add(ev.machine)
+        return Changes(frozenset(cards), frozenset(models), tuple(logs), tuple(problems))
+
+    def note_problem(self, machine: str, message: str, model: str | None = None) -> None:
+        st = self.get(machine)
+        first = message.strip().splitlines()[0] if message.strip() else "failed"
+        st.problem = first.replace(f" on {machine}", "")  # the card is the machine already
+        st.problem_model = model
+
+
+def _healthy(v: MachineView) -> bool:
+    return v.connection is not Connection.UNREACHABLE and v.router_state in (
+        RouterState.RUNNING,
+        RouterState.ATTACHED,
+    )

@@ -1,0 +1,120 @@
+"""A big router in the dashboard: first full paint with 500 models, and key latency during 1,000 status events.
+
+One real router whose preset has 500 sections (all pointing at the same tiny model file), followed by the real
+Fleet in the real app (App.run_test, headless). Targets: first paint <= 1 s, key-press latency <= 100 ms.
+
+The burst is fed through the Fleet's own event path (what its followers do when a router is busy): 1,000
+ModelsChanged events, each the whole 500-model list with one model changed, over about a second, while the
+cursor keys are pressed every 25 ms. A key's latency runs from the key event to the refresh that paints it.
+
+Run: python -m bench.ui_size [N_MODELS] [N_EVENTS]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import statistics
+import sys
+import time
+from typing import Any
+
+from textual import events
+
+from app.config import Config, MachineConfig
+from app.services.fleet import Fleet
+from app.services.types import ModelsChanged, ModelState
+from app.ui.app import make_app
+from bench.common import figures, start_router, tiny_models, workdir
+
+
+async def main(n_models: int, n_events: int) -> None:
+    d = workdir()
+    alpha = tiny_models(d)["alpha"]
+    t = time.perf_counter()
+    router = start_router(d, {f"model-{i:03d}": alpha for i in range(n_models)})
+    print(f"router with {n_models} models started in {time.perf_counter() - t:.1f} s")
+    cfg = Config(machines=(MachineConfig(name="big", url=router.url),))
+    try:
+        fleet = Fleet(cfg)
+        app = make_app(cfg, fleet)
+        painted = asyncio.Event()
+        t0 = time.perf_counter()
+        async with app.run_test(size=(120, 40)) as pilot:
+            table = app.model_table
+            t_mount = time.perf_counter()
+            while len(table.rows_now) < n_models:
+                await asyncio.sleep(0.001)
+            t_rows = time.perf_counter()
+            table.call_after_refresh(painted.set)
+            await painted.wait()
+            t_paint = time.perf_counter()
+            print(
+                f"first full paint of {n_models} rows: {(t_paint - t0) * 1000:.0f} ms from start "
+                f"(app mounted {(t_mount - t0) * 1000:.0f} ms, rows in {(t_rows - t0) * 1000:.0f} ms)"
+            )
+
+            # ---- key latency during a burst ----
+            table.focus()
+            await pilot.pause(0.2)
+            base = fleet.models("big")
+            stamps: list[float] = []
+            moves = 0
+
+            def moved() -> None:
+                stamps.append(time.perf_counter())
+
+            for name in ("action_cursor_down", "action_cursor_up"):
+                original = getattr(table, name)
+
+                def wrapped(original: Any = original) -> None:
+                    nonlocal moves
+                    moves += 1
+                    original()
+                    table.call_after_refresh(moved)
+
+                setattr(table, name, wrapped)
+
+            async def burst() -> None:
+                # As the fleet does: each event is the previous list with one model changed, the rest the same objects.
+                current = list(base)
+                per_tick = max(1, n_events // 100)
+                for i in range(0, n_events, per_tick):
+                    for j in range(i, min(n_events, i + per_tick)):
+                        k = j % len(base)
+                        state = ModelState.LOADING if (j // len(base)) % 2 == 0 else ModelState.UNLOADED
+                        current[k] = dataclasses.replace(current[k], state=state)
+                        fleet._emit(ModelsChanged("big", tuple(current)))  # the followers' path to every subscriber
+                    await asyncio.sleep(0.01)
+
+            sent: list[float] = []
+            burst_task = asyncio.create_task(burst())
+            t_burst = time.perf_counter()
+            i = 0
+            while not burst_task.done():
+                key = "down" if i % 2 == 0 else "up"
+                i += 1
+                ev = events.Key(key, None)
+                ev.set_sender(app)
+                sent.append(time.perf_counter())
+                app._driver.send_message(ev)  # type: ignore[union-attr]  # as a terminal would deliver it
+                await asyncio.sleep(0.025)
+            burst_took = time.perf_counter() - t_burst
+            deadline = time.perf_counter() + 10
+            while len(stamps) < len(sent) and time.perf_counter() < deadline:
+                await pilot.pause(0.05)
+            flushes = app.flushes
+    finally:
+        router.stop()
+    n = min(len(sent), len(stamps))
+    lat = [(stamps[k] - sent[k]) * 1000 for k in range(n)]
+    print(f"burst of {n_events} status events took {burst_took:.2f} s; repaints from fleet events so far: {flushes}")
+    print(f"keys sent: {len(sent)}, cursor moves handled: {moves}, painted: {len(stamps)}")
+    if lat:
+        print(figures("key press -> cursor move painted, during the burst", lat))
+        print(f"  mean {statistics.mean(lat):.1f} ms")
+
+
+if __name__ == "__main__":
+    args = [int(a) for a in sys.argv[1:]]
+    asyncio.run(main(args[0] if args else 500, args[1] if len(args) > 1 else 1000))

@@ -1,0 +1,369 @@
+"""The dashboard driven by synthetic FleetEvents through the rendering stand-in (tests/ui/standin.py).
+
+These pin the UI's own behaviour: keyed updates, coalescing, filters, sorting, the fleet view, actions and their
+failures, help, keymap, palette, the log panel and ASCII mode. Behaviour against a real router is in
+test_pilot_router.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from textual.widgets import DataTable
+
+from app.config import Config, UiConfig
+from app.services.types import (
+    Connection,
+    LogLine,
+    LogLines,
+    MachineChanged,
+    ModelInfo,
+    ModelsChanged,
+    ModelState,
+    RouterState,
+)
+from app.ui.app import HerdApp, make_app
+from app.ui.confirm import ConfirmScreen
+from app.ui.help import HelpScreen
+from tests.ui.screen import screen_text, wait_for
+from tests.ui.standin import NOW, StandInFleet, demo_fleet, workstation_models
+
+SIZE = (120, 40)
+
+
+def app_for(fleet: StandInFleet | None = None, config: Config | None = None, **kw: Any) -> HerdApp:
+    return make_app(config or Config(), fleet or demo_fleet(), frozen_time=NOW, **kw)
+
+
+def statuses(app: HerdApp) -> dict[str, str]:
+    return {k: row[1].text for k, row in app.model_table.rows_now.items()}
+
+
+def replace_model(models: tuple[ModelInfo, ...], mid: str, **changes: Any) -> tuple[ModelInfo, ...]:
+    return tuple(dataclasses.replace(m, **changes) if m.id == mid else m for m in models)
+
+
+def recorder(app: HerdApp) -> list[tuple[str, str, str]]:
+    """Notifications as (severity, title, message), recorded as they are made."""
+    seen: list[tuple[str, str, str]] = []
+    notify = app.notify
+
+    def rec(message: str, *, title: str = "", severity: Any = "information", **kw: Any) -> None:
+        seen.append((str(severity), title, message))
+        notify(message, title=title, severity=severity, **kw)
+
+    app.notify = rec  # type: ignore[method-assign]
+    return seen
+
+
+async def test_status_change_is_a_keyed_update_and_the_cursor_stays() -> None:
+    fleet = demo_fleet()
+    app = app_for(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        table = app.model_table
+        table.move_cursor(row=table.get_row_index("llama-3.2-3b"))
+        clears: list[object] = []
+        table.clear = lambda *a, **k: clears.append(a)  # type: ignore[method-assign]
+        removed: list[str] = []
+        remove_row = table.remove_row
+
+        def recording_remove(key: Any) -> None:
+            removed.append(str(getattr(key, "value", key)))
+            remove_row(key)
+
+        table.remove_row = recording_remove  # type: ignore[method-assign]
+        models = replace_model(workstation_models(), "mistral-7b", state=ModelState.LOADING)
+        # "alpha-new" sorts before the cursor row and "broken" (above it) goes away: the cursor must follow its row.
+        models = (*tuple(m for m in models if m.id != "broken"), ModelInfo("alpha-new", ModelState.UNLOADED))
+        fleet.emit(ModelsChanged("workstation", models))
+        await wait_for(pilot, lambda: "loading" in statuses(app).get("mistral-7b", ""))
+        assert table.cursor_key() == "llama-3.2-3b"
+        assert clears == []
+        assert removed == ["broken"]
+        assert next(r.key.value for r in table.ordered_rows) == "alpha-new"  # added rows take their sorted place
+        assert "broken" not in statuses(app)
+
+
+async def test_a_burst_is_coalesced_into_few_repaints() -> None:
+    fleet = demo_fleet()
+    app = app_for(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        before = app.flushes
+        base = workstation_models()
+        for i in range(300):
+            fleet.emit(ModelsChanged("workstation", replace_model(base, "mistral-7b", size=i + 1)))
+        await wait_for(pilot, lambda: app.model_table.rows_now["mistral-7b"][4].text == "300B")
+        assert app.flushes - before <= 5
+
+
+async def test_filter_and_sort() -> None:
+    app = app_for()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        await pilot.press("slash", *"qwen", "enter")
+        assert list(app.model_table.rows_now) == ["qwen2.5-coder-14b"]
+        assert "filter: qwen" in str(app.model_table.border_subtitle)
+        await pilot.press("slash", "escape")  # cancel keeps the filter it had
+        assert list(app.model_table.rows_now) == ["qwen2.5-coder-14b"]
+        await pilot.press("slash", "ctrl+u", "enter")
+        assert len(app.model_table.rows_now) == 5
+        await pilot.press("o")  # sort by status: loaded first, failed and unloaded last
+        order = [r.key.value for r in app.model_table.ordered_rows]
+        assert order[0] == "qwen2.5-coder-14b" and order[-1] == "mistral-7b"
+        assert "sort: status" in str(app.model_table.border_subtitle)
+
+
+async def test_actions_call_the_fleet_for_the_selected_row() -> None:
+    fleet = demo_fleet()
+    app = app_for(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        t = app.model_table
+        t.move_cursor(row=t.get_row_index("mistral-7b"))
+        await pilot.press("u")  # not running: the key is disabled
+        await pilot.press("l")
+        t.move_cursor(row=t.get_row_index("qwen2.5-coder-14b"))
+        await pilot.press("l")  # already loaded: disabled
+        await pilot.press("u", "r")
+        await pilot.press("s")  # the router runs: nothing to start
+        await wait_for(pilot, lambda: len(fleet.calls) >= 4)
+        assert fleet.calls[1:] == [
+            ("load", "workstation", "mistral-7b"),
+            ("unload", "workstation", "qwen2.5-coder-14b"),
+            ("reload", "workstation"),
+        ]
+
+
+async def test_a_refusal_is_a_notification_and_stays_on_the_machine() -> None:
+    fleet = demo_fleet()
+    fleet.refuse["load"] = "POST /models/load: router answered 500: model limit reached, try again later"
+    app = app_for(fleet)
+    seen = recorder(app)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        app.model_table.move_cursor(row=app.model_table.get_row_index("mistral-7b"))
+        await pilot.press("l")
+        await wait_for(pilot, lambda: seen)
+        assert seen[0][0] == "error" and "model limit reached" in seen[0][2]
+        assert "model limit reached" in app.state.get("workstation").problem
+        await wait_for(pilot, lambda: "could not load mistral-7b" in screen_text(app))  # the toast
+
+
+async def test_stop_asks_first_naming_the_models() -> None:
+    fleet = demo_fleet()
+    app = app_for(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        await pilot.press("x")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        text = screen_text(app)
+        for name in ("qwen2.5-coder-14b", "gemma-3-4b-it", "llama-3.2-3b"):
+            assert name in text
+        assert "mistral-7b" not in text.split("stop router")[1][:400]
+        await pilot.press("n")
+        assert not isinstance(app.screen, ConfirmScreen)
+        await pilot.press("x", "y")
+        await wait_for(pilot, lambda: ("stop_router", "workstation") in fleet.calls)
+
+
+async def test_start_only_when_stopped() -> None:
+    fleet = demo_fleet()
+    fleet.views["workstation"] = dataclasses.replace(
+        fleet.views["workstation"], router_state=RouterState.STOPPED, started_at=None
+    )
+    app = app_for(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "stopped on request" in screen_text(app))
+        await pilot.press("s")
+        await wait_for(pilot, lambda: ("start_router", "workstation") in fleet.calls)
+
+
+async def test_fleet_view_lists_every_machine_and_acts_on_the_row() -> None:
+    fleet = demo_fleet()
+    app = app_for(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        await pilot.press("f")
+        assert app.fleet_view
+        keys = set(app.fleet_table.rows_now)
+        assert len(keys) == 7 and any(k.startswith("gpu-box") for k in keys)
+        ft = app.fleet_table
+        ft.move_cursor(row=ft.get_row_index("gpu-box\x1fphi-4"))
+        await pilot.press("l")
+        await wait_for(pilot, lambda: ("load", "gpu-box", "phi-4") in fleet.calls)
+        await pilot.press("f")
+        assert not app.fleet_view
+
+
+async def test_machine_goes_away_greys_out_and_comes_back() -> None:
+    fleet = demo_fleet()
+    app = app_for(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        card = app.machines.card("gpu-box")
+        up = fleet.views["gpu-box"]
+        fleet.emit(
+            MachineChanged(
+                "gpu-box",
+                dataclasses.replace(up, connection=Connection.UNREACHABLE, connection_reason="ssh: connection reset"),
+            )
+        )
+        await wait_for(pilot, lambda: card.has_class("-down"))
+        assert "ssh: connection reset" in screen_text(app)
+        fleet.emit(MachineChanged("gpu-box", up))
+        await wait_for(pilot, lambda: not card.has_class("-down"))
+
+
+async def test_machine_selection_switches_table_and_log() -> None:
+    app = app_for()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        await pilot.press("2")
+        assert app.selected_machine == "gpu-box"
+        assert set(app.model_table.rows_now) == {"llama-3.3-70b", "phi-4"}
+        assert app.logs.machine == "gpu-box"
+        app.machines.focus()
+        await pilot.press("up")
+        assert app.selected_machine == "workstation"
+
+
+async def test_help_lists_every_binding_with_its_id() -> None:
+    app = app_for(config=Config(keymap={"load": "ctrl+l"}))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        table = app.screen.query_one(DataTable)
+        rows = {str(table.get_row_at(i)[1]): str(table.get_row_at(i)[0]) for i in range(table.row_count)}
+        for bid in ("load", "unload", "reload", "start_router", "stop_router", "goto_log", "toggle_fleet",
+                    "filter", "help", "sort", "log_follow", "log_level", "log_model", "log_search"):  # fmt: skip
+            assert bid in rows
+        assert rows["load"] == "^l"
+        assert rows["edit_preset"] == "e" and rows["edit_global_preset"] == "E"  # the preset editor
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_keymap_rebinds_by_id() -> None:
+    fleet = demo_fleet()
+    app = app_for(fleet, config=Config(keymap={"load": "ctrl+l"}))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        app.model_table.move_cursor(row=app.model_table.get_row_index("mistral-7b"))
+        await pilot.press("l")
+        await pilot.pause(0.1)
+        assert not any(c[0] == "load" for c in fleet.calls)
+        await pilot.press("ctrl+l")
+        await wait_for(pilot, lambda: ("load", "workstation", "mistral-7b") in fleet.calls)
+
+
+async def test_palette_offers_load_and_unload_for_every_model() -> None:
+    fleet = demo_fleet()
+    app = app_for(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Load phi-4 on gpu")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: ("load", "gpu-box", "phi-4") in fleet.calls)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Unload qwen")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: ("unload", "workstation", "qwen2.5-coder-14b") in fleet.calls)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"fleet view")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.fleet_view)
+
+
+def log(text: str, model: str | None = None, level: str = "") -> LogLine:
+    return LogLine(raw=text, text=text, level=level, source="child" if model else "router", model=model)
+
+
+async def test_log_follows_pauses_and_filters() -> None:
+    fleet = demo_fleet()
+    app = app_for(fleet, config=Config(ui=UiConfig(log_lines=50)))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        logs = app.logs
+        assert logs.following
+        logs.focus()
+        await pilot.press("p")
+        assert not logs.following
+        fleet.emit(LogLines("workstation", (log("one"), log("two", "mistral-7b"), log("three", level="E"))))
+        await wait_for(pilot, lambda: logs.unseen == 3)
+        assert "paused, 3 new lines" in str(logs.border_subtitle)
+        await pilot.press("p")
+        assert logs.following and logs.unseen == 0
+        assert "three" in screen_text(app)
+        await pilot.press("w", "w")  # errors only
+        assert logs.level == "E"
+        assert {ln.text for ln in logs.buffer if logs.wanted(ln)} == {
+            "three",
+            "gguf_init_from_file_impl: failed to read magic",
+            "srv  load_model: failed to load model 'broken.gguf'",
+        }
+        await pilot.press("w")
+        app.model_table.move_cursor(row=app.model_table.get_row_index("mistral-7b"))
+        app.model_table.focus()
+        await pilot.press("g")  # jump to the model's lines
+        assert logs.model == "mistral-7b" and app.focused is logs
+        assert [ln.text for ln in logs.buffer if logs.wanted(ln)] == ["two"]
+        await pilot.press("m")
+        assert logs.model is None
+        await pilot.press("slash", *"thr", "enter")
+        assert [ln.text for ln in logs.buffer if logs.wanted(ln)] == ["three"]
+        fleet.emit(LogLines("workstation", tuple(log(f"line {i}") for i in range(200))))
+        await wait_for(pilot, lambda: len(logs.buffer) == 50)
+        assert len(logs.lines) <= 50
+
+
+async def test_ascii_mode_draws_only_ascii() -> None:
+    app = app_for(ascii_mode=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5 and "Help" in screen_text(app))
+        text = screen_text(app)
+        assert "workstation" in text and "failed (exit 1)" in text
+        odd = sorted({c for c in text if ord(c) > 127})
+        assert odd == [], odd
+        await pilot.press("question_mark")
+        await pilot.pause(0.1)
+        assert not {c for c in screen_text(app) if ord(c) > 127}
+
+
+async def test_80x24_keeps_the_essentials() -> None:
+    app = app_for()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5 and "Help" in screen_text(app))
+        text = screen_text(app)
+        for needle in ("workstation", "gpu-box", "laptop", "unreachable", "qwen2.5-coder-14b", "failed (exit 1)",
+                       "loading", "log: workstation", "Load", "Help"):  # fmt: skip
+            assert needle in text, needle
+
+
+async def test_coalescing_never_skips_a_models_state() -> None:
+    """A tiny model is "loading" for 25 ms: back-to-back changes still paint each state of a model once."""
+    fleet = demo_fleet()
+    app = app_for(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        seen: list[str] = []
+        apply_rows = app.model_table.apply_rows
+
+        def recording(desired: Any) -> Any:
+            seen.append(desired["mistral-7b"][1].text)
+            return apply_rows(desired)
+
+        app.model_table.apply_rows = recording  # type: ignore[method-assign]
+        base = workstation_models()
+        fleet.emit(
+            ModelsChanged("workstation", replace_model(base, "mistral-7b", state=ModelState.LOADING)),
+            ModelsChanged("workstation", replace_model(base, "mistral-7b", state=ModelState.LOADED)),
+        )
+        await wait_for(pilot, lambda: seen and seen[-1] == "● loaded")
+        assert any("loading" in s for s in seen), seen

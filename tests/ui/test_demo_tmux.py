@@ -1,0 +1,104 @@
+"""The newcomer's path, as the README tells it: `make demo` in a real tmux, three machines and their models on
+screen, a model loading within 60 s, `q` leaves no demo process behind, `--keep` leaves the routers and the
+next `llamaherd demo` adopts them."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.ui.test_tmux import Tmux, tmux  # noqa: F401
+
+MACHINES = ("workstation", "gpu-box-a", "gpu-box-b")
+
+
+def demo_pids(state: Path) -> set[int]:
+    """Every llama-server of this demo (routers and their model children), by pid."""
+    out = set()
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if "llama-server" in cmd and (str(state) in cmd or ("--alias" in cmd and _child_of(p.info["pid"], state))):
+            out.add(p.info["pid"])
+    return out
+
+
+def _child_of(pid: int, state: Path) -> bool:
+    try:
+        parent = psutil.Process(pid).parent()
+    except psutil.NoSuchProcess:
+        return False
+    return parent is not None and str(state) in " ".join(parent.cmdline())
+
+
+@pytest.fixture
+def state(tmp_path: Path, llama_server: str) -> Iterator[Path]:
+    s = tmp_path / "state"
+    yield s
+    for pid in demo_pids(s):  # whatever a failed test left, stopped by pid
+        with contextlib.suppress(psutil.NoSuchProcess):
+            psutil.Process(pid).kill()
+
+
+def env_for(state: Path) -> dict[str, str]:
+    env = {"TERM": "screen-256color", "LANG": "C.UTF-8", "XDG_STATE_HOME": str(state)}
+    if os.environ.get("LLAMA_SERVER"):
+        env["LLAMA_SERVER"] = os.environ["LLAMA_SERVER"]
+    return env
+
+
+def test_readme_first_command_shows_a_live_fleet_and_q_cleans_up(tmux: Tmux, state: Path) -> None:  # noqa: F811
+    # The README's first command, exactly; PYTHON pins the interpreter this suite runs under.
+    tmux.start(f"make demo PYTHON={shlex.quote(sys.executable)}", env_for(state))
+    screen = tmux.wait(lambda s: all(m in s for m in MACHINES) and "chat-small" in s, timeout=120)
+    appeared = time.monotonic()
+    assert "running" in screen
+    seen_loading = False
+    while time.monotonic() - appeared < 60:
+        s = tmux.screen()
+        # a load is a fraction of a second with tiny models: the badge, or the child's own "loading model" line
+        if "loading" in s:
+            seen_loading = True
+            break
+        time.sleep(0.05)
+    assert seen_loading, tmux.screen()
+    running = demo_pids(state)
+    assert len([p for p in running if "--models-preset" in " ".join(psutil.Process(p).cmdline())]) == 3
+    tmux.keys("q")
+    deadline = time.monotonic() + 20
+    while tmux.alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not tmux.alive()
+    deadline = time.monotonic() + 10
+    while any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in running):
+        assert time.monotonic() < deadline, [p for p in running if psutil.pid_exists(p)]
+        time.sleep(0.1)
+
+
+def test_keep_then_a_second_demo_adopts(tmux: Tmux, state: Path) -> None:  # noqa: F811
+    py = shlex.quote(sys.executable)
+    tmux.start(f"{py} -m app demo --keep --no-traffic", env_for(state))
+    tmux.wait(lambda s: all(m in s for m in MACHINES) and s.count("running") >= 3, timeout=90)
+    tmux.keys("q")
+    deadline = time.monotonic() + 20
+    while tmux.alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    routers = {p for p in demo_pids(state) if "--models-preset" in " ".join(psutil.Process(p).cmdline())}
+    assert len(routers) == 3  # --keep left them
+    tmux.start(f"{py} -m app demo --no-traffic", env_for(state))
+    tmux.wait(lambda s: all(m in s for m in MACHINES) and s.count("running") >= 3, timeout=90)
+    again = {p for p in demo_pids(state) if "--models-preset" in " ".join(psutil.Process(p).cmdline())}
+    assert again == routers  # adopted, not started anew
+    tmux.keys("q")
+    deadline = time.monotonic() + 20
+    while tmux.alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    # this run started none of them, so it stops none of them: the routers are left as the first run left them
+    assert all(psutil.pid_exists(p) for p in routers)

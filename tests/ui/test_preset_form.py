@@ -1,0 +1,349 @@
+"""The preset editor against a real llama-server router through the real Fleet: keys in, the file and the router's
+own view of it out. Snapshots of the form and of the diff view at 100x40.
+
+Regenerate the snapshots with `pytest tests/ui/test_preset_form.py --snapshot-update` and look at the SVGs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from app.config import Config, MachineConfig
+from app.services.fleet import Fleet
+from app.services.loading import ensure_loaded
+from app.services.preset_store import PresetResult
+from app.services.presets import PresetDoc
+from app.services.types import ModelInfo
+from app.ui.preset_form import PresetForm
+from tests.helpers.herd import Herd
+from tests.helpers.router import preset_text
+from tests.ui.screen import screen_text, wait_for
+
+SIZE = (100, 40)
+SNAP_DIR = Path("/tmp/llamaherd-preset-form-snapshot")  # a fixed path, so the title and diff headers never vary
+
+
+class FormHost(App[None]):
+    """Nothing but the editor, pushed on mount; records what it dismissed with and what it notified."""
+
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("l", "app_key", "stands for the dashboard's one-letter keys")]
+
+    def __init__(self, fleet: Fleet, section: str, *, close_fleet: bool = False) -> None:
+        super().__init__()
+        self.fleet = fleet
+        self.section = section
+        self.close_fleet = close_fleet
+        self.results: list[PresetResult | None] = []
+        self.notes: list[str] = []
+        self.app_keys = 0
+        self.form = PresetForm(fleet, "here", section)
+
+    def on_mount(self) -> None:
+        self.push_screen(self.form, self.results.append)
+
+    def action_app_key(self) -> None:
+        self.app_keys += 1
+
+    def notify(self, message: str, **kw: Any) -> None:
+        self.notes.append(message)
+        super().notify(message, **kw)
+
+    async def on_unmount(self) -> None:
+        if self.close_fleet:  # the snapshot runs the app in an event loop of its own
+            await self.fleet.close()
+
+
+def make_fleet(preset: Path, program: str) -> Fleet:
+    return Fleet(Config(machines=(MachineConfig(name="here", preset=str(preset), program=program),)))
+
+
+@pytest.fixture
+def here(
+    llama_server: str, tiny_models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Fleet, Path]]:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    preset = tmp_path / "models.ini"
+    preset.write_text(preset_text(dict(tiny_models)))
+    try:
+        yield make_fleet(preset, llama_server), preset
+    finally:
+        Herd(root=tmp_path, config=tmp_path / "config.toml").stop_all()  # whatever a failed test left, by pid
+
+
+@asynccontextmanager
+async def running(fleet: Fleet) -> AsyncIterator[None]:
+    """The machine's router, started through the Fleet and always stopped again."""
+    await fleet.start_router("here")
+    try:
+        yield
+    finally:
+        try:
+            await fleet.stop_router("here")
+        finally:
+            await fleet.close()
+
+
+async def opened(host: FormHost, pilot: Pilot[Any]) -> PresetForm:
+    await wait_for(pilot, lambda: host.form.mode == "form")
+    return host.form
+
+
+def backups(preset: Path) -> list[Path]:
+    return sorted(preset.parent.glob(preset.name + ".bak-*"))
+
+
+async def alpha_preset(fleet: Fleet) -> str:
+    client = await fleet.machine("here").connect_router()
+    models: list[ModelInfo] = await client.models()
+    return next(m.preset for m in models if m.id == "alpha")
+
+
+async def test_ctx_size_typed_shows_the_diff_writes_one_line_and_the_router_serves_it(
+    here: tuple[Fleet, Path],
+) -> None:
+    fleet, preset = here
+    before = preset.read_bytes()
+    async with running(fleet):
+        client = await fleet.machine("here").connect_router()
+        await ensure_loaded(client, "alpha", timeout=30)
+        assert "ctx-size = 256" in await alpha_preset(fleet)  # from [*]
+        host = FormHost(fleet, "alpha")
+        async with host.run_test(size=SIZE) as pilot:
+            form = await opened(host, pilot)
+            assert "[alpha]" in screen_text(host) and str(preset) in screen_text(host)
+            ctx = form.query_one("#field-ctx-size", Input)
+            assert ctx.value == "" and ctx.placeholder == "256 (from [*])"
+            await pilot.press("tab", "tab", "tab")  # model file, projector, draft model, then context size
+            assert host.focused is ctx
+            await pilot.press("5", "1", "2", "ctrl+s")
+            await wait_for(pilot, lambda: form.mode == "review")
+            shown = screen_text(host)
+            assert "+ctx-size = 512" in shown
+            assert "Reloading will unload: alpha" in shown
+            assert preset.read_bytes() == before  # nothing written before the confirmation
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: bool(host.results), timeout=15)
+        result = host.results[0]
+        assert result is not None and result.written and result.reloaded
+        expected = PresetDoc.parse(before.decode()).set_key("alpha", "ctx-size", "512").text()
+        assert preset.read_text() == expected  # the one new line; every other line byte-identical
+        assert [str(p) for p in backups(preset)] == [result.backup]
+        assert Path(str(result.backup)).read_bytes() == before
+        assert any("Backup:" in n and "reloaded" in n for n in host.notes), host.notes
+        async with asyncio.timeout(10):
+            while "ctx-size = 512" not in await alpha_preset(fleet):
+                await asyncio.sleep(0.05)
+
+
+async def test_a_semicolon_is_refused_inline_naming_the_field_and_nothing_is_written(
+    here: tuple[Fleet, Path],
+) -> None:
+    fleet, preset = here
+    before = preset.read_bytes()
+    async with running(fleet):
+        host = FormHost(fleet, "alpha")
+        async with host.run_test(size=SIZE) as pilot:
+            form = await opened(host, pilot)
+            template = form.query_one("#field-chat-template", Input)
+            template.focus()
+            await pilot.press(*"chatml;x", "ctrl+s")
+            await pilot.pause()
+            error = screen_text(host)
+            assert "Not saved: Chat template (chat-template)" in error
+            assert "cannot contain ';'" in error
+            assert form.mode == "form" and host.focused is template and template.has_class("pf-bad")
+            await pilot.press("ctrl+s")  # still refused: nothing reaches the file
+            await pilot.pause(0.2)
+            assert form.mode == "form"
+        assert preset.read_bytes() == before
+        assert backups(preset) == []
+
+
+async def test_escape_cancels_without_writing(here: tuple[Fleet, Path]) -> None:
+    fleet, preset = here
+    before = preset.read_bytes()
+    async with running(fleet):
+        host = FormHost(fleet, "alpha")
+        async with host.run_test(size=SIZE) as pilot:
+            form = await opened(host, pilot)
+            form.query_one("#field-ctx-size", Input).focus()
+            await pilot.press("1", "0", "2", "4", "ctrl+s")
+            await wait_for(pilot, lambda: form.mode == "review")
+            await pilot.press("escape")  # back to the form, the edit kept
+            assert form.mode == "form" and form.query_one("#field-ctx-size", Input).value == "1024"
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: form.mode == "review")
+            await pilot.press("l", "escape")  # the app's own keys do not act behind the editor
+            assert host.app_keys == 0
+            await pilot.press("escape")  # cancel
+            await wait_for(pilot, lambda: bool(host.results))
+        assert host.results == [None]
+        assert preset.read_bytes() == before and backups(preset) == []
+
+
+async def test_free_rows_add_check_against_the_servers_options_and_remove(here: tuple[Fleet, Path]) -> None:
+    fleet, preset = here
+    before = preset.read_bytes()
+    async with running(fleet):
+        host = FormHost(fleet, "alpha")
+        async with host.run_test(size=SIZE) as pilot:
+            form = await opened(host, pilot)
+            await pilot.press("ctrl+n", *"temp", "tab", "0", ".", "7", "ctrl+s")
+            await wait_for(pilot, lambda: form.mode == "review")
+            assert "+temp = 0.7" in screen_text(host)
+            await pilot.press("escape", "shift+tab", "ctrl+u", *"no-such-option", "ctrl+s")
+            await pilot.pause()
+            assert "'no-such-option' is not an option of this llama-server" in screen_text(host)
+            await pilot.press("ctrl+r", "ctrl+s")  # remove the row: then nothing is left to write
+            await pilot.pause(0.3)
+            assert "Nothing changed" in screen_text(host)
+            assert form.mode == "form"
+        assert preset.read_bytes() == before
+
+
+async def test_a_file_changed_on_disk_is_refused_with_the_diff_and_the_form_reloads(
+    here: tuple[Fleet, Path],
+) -> None:
+    fleet, preset = here
+    async with running(fleet):
+        host = FormHost(fleet, "alpha")
+        async with host.run_test(size=SIZE) as pilot:
+            form = await opened(host, pilot)
+            form.query_one("#field-ctx-size", Input).focus()
+            await pilot.press("5", "1", "2", "ctrl+s")
+            await wait_for(pilot, lambda: form.mode == "review")
+            theirs = preset.read_text().replace("[beta]\n", "[beta]\nthreads = 2\n")
+            preset.write_text(theirs)  # somebody else's edit, after the form read the file
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: form.mode == "conflict")
+            shown = screen_text(host)
+            assert "changed on disk since it was read" in shown and "+threads = 2" in shown
+            assert preset.read_text() == theirs and backups(preset) == []
+            await pilot.press("r")
+            await wait_for(pilot, lambda: form.mode == "form")
+            assert form.query_one("#field-ctx-size", Input).value == ""  # read again from the file
+        assert host.results == []
+
+
+async def test_the_global_section_hides_the_model_files(here: tuple[Fleet, Path]) -> None:
+    fleet, _ = here
+    host = FormHost(fleet, "*")
+    try:
+        async with host.run_test(size=SIZE) as pilot:
+            form = await opened(host, pilot)
+            assert not form.query("#field-model") and not form.query("#field-mmproj")
+            assert not form.query("#field-model-draft")
+            assert form.query_one("#field-ctx-size", Input).value == "256"
+            assert host.focused is form.query_one("#field-ctx-size", Input)
+            assert "[*] every model" in screen_text(host)
+    finally:
+        await fleet.close()
+
+
+async def test_without_the_servers_options_a_warning_shows_and_keys_are_checked_for_grammar_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    preset = tmp_path / "models.ini"
+    preset.write_text(preset_text({"alpha": tmp_path / "alpha.gguf"}, {"alpha": {"fa": "true", "no-mmproj": "1"}}))
+    before = preset.read_bytes()
+    fleet = make_fleet(preset, str(tmp_path / "no-llama-server"))
+    host = FormHost(fleet, "alpha")
+    try:
+        async with host.run_test(size=SIZE) as pilot:
+            form = await opened(host, pilot)
+            assert "Keys are not checked against this llama-server's options" in screen_text(host)
+            # other spellings are read (and shown in the form's words), and are no free rows
+            assert form.values()["flash-attn"] == "on" and form.values()["mmproj"] == "off"
+            assert not form.query(".free-row")
+            form.query_one("#field-stop-timeout", Input).focus()
+            await pilot.press("5", "ctrl+s")
+            await wait_for(pilot, lambda: form.mode == "review")
+            diff = form.plan.diff if form.plan else ""
+            # untouched fields keep their spelling: only the changed one is written
+            assert [ln for ln in diff.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")] == [
+                "+stop-timeout = 5"
+            ]
+            await pilot.press("escape", "escape")
+            await wait_for(pilot, lambda: bool(host.results))
+    finally:
+        await fleet.close()
+    assert preset.read_bytes() == before
+
+
+async def test_a_model_listed_with_a_canonical_tag_edits_the_section_the_file_spells(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, llama_server: str
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    preset = tmp_path / "models.ini"
+    preset.write_text(preset_text({"tiny:q8_0": tmp_path / "tiny.gguf"}))
+    fleet = make_fleet(preset, llama_server)
+    host = FormHost(fleet, "tiny:Q8_0")  # the id the router lists for [tiny:q8_0]
+    try:
+        async with host.run_test(size=SIZE) as pilot:
+            form = await opened(host, pilot)
+            assert form.values()["model"] == str(tmp_path / "tiny.gguf")
+            form.query_one("#field-threads", Input).focus()
+            await pilot.press("2", "ctrl+s")
+            await wait_for(pilot, lambda: form.mode == "review")
+            assert form.plan is not None and "[tiny:Q8_0]" not in form.plan.new_text
+            assert "[tiny:q8_0]\nmodel = " in form.plan.new_text and "threads = 2" in form.plan.new_text
+    finally:
+        await fleet.close()
+
+
+# ---- snapshots ----
+
+
+@pytest.fixture
+def snap_fleet(llama_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fleet]:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    shutil.rmtree(SNAP_DIR, ignore_errors=True)
+    SNAP_DIR.mkdir(parents=True)
+    preset = SNAP_DIR / "models.ini"
+    models: dict[str, Path | str] = {"alpha": SNAP_DIR / "alpha.gguf", "beta": SNAP_DIR / "beta.gguf"}
+    preset.write_text(
+        preset_text(models, {"alpha": {"flash-attn": "on", "jinja": "true", "top-k": "40", "alias": "a1, a2"}})
+    )
+    try:
+        yield make_fleet(preset, llama_server)
+    finally:
+        shutil.rmtree(SNAP_DIR, ignore_errors=True)
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    app = pilot.app
+    assert isinstance(app, FormHost)
+    await wait_for(pilot, lambda: app.form.mode == "form")
+    for widget in app.form.query(Input):
+        widget.cursor_blink = False  # a blinking cursor makes every screenshot different
+    await pilot.pause(0.1)
+
+
+def test_snapshot_form(snap_compare: Any, snap_fleet: Fleet) -> None:
+    assert snap_compare(FormHost(snap_fleet, "alpha", close_fleet=True), terminal_size=SIZE, run_before=settle)
+
+
+def test_snapshot_diff(snap_compare: Any, snap_fleet: Fleet) -> None:
+    async def to_diff(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        app = pilot.app
+        assert isinstance(app, FormHost)
+        app.form.query_one("#field-ctx-size", Input).focus()
+        await pilot.press("2", "0", "4", "8", "ctrl+s")
+        await wait_for(pilot, lambda: app.form.mode == "review")
+        await pilot.pause(0.1)
+
+    assert snap_compare(FormHost(snap_fleet, "alpha", close_fleet=True), terminal_size=SIZE, run_before=to_diff)

@@ -1,0 +1,76 @@
+"""Snapshots of the main states at 80x24 and 120x40, from the rendering stand-in at a frozen clock.
+
+Regenerate with `pytest tests/ui --snapshot-update` and look at the SVGs before committing them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from app.config import Config
+from app.services.types import Problem
+from app.ui.app import HerdApp, make_app
+from tests.ui.standin import NOW, StandInFleet, demo_fleet
+
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
+
+
+def build(fleet: StandInFleet | None = None, ascii_mode: bool = False) -> HerdApp:
+    return make_app(Config(), fleet or demo_fleet(), frozen_time=NOW, ascii_mode=ascii_mode)
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    app = pilot.app
+    assert isinstance(app, HerdApp)
+    for _ in range(100):
+        if app.model_table.rows_now and app.machines.card("workstation").state.stats is not None:
+            break
+        await pilot.pause(0.02)
+    await pilot.pause(0.1)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_main(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(build(), terminal_size=size, run_before=settle)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_fleet_view(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(build(), terminal_size=size, run_before=settle, press=["f"])
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_help(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(build(), terminal_size=size, run_before=settle, press=["question_mark"])
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_failed_model(snap_compare: Any, size: tuple[int, int]) -> None:
+    fleet = demo_fleet()
+
+    async def fail(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        fleet.emit(
+            Problem(
+                "workstation",
+                "broken failed to load on workstation (exit code 1)\n"
+                "[40013] gguf_init_from_file_impl: failed to read magic\n"
+                "[40013] srv    load_model: failed to load model 'broken.gguf'",
+                model="broken",
+            )
+        )
+        await pilot.pause(0.2)
+
+    assert snap_compare(build(fleet), terminal_size=size, run_before=fail, press=["g"])
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_disconnected_machine(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(build(), terminal_size=size, run_before=settle, press=["3"])
+
+
+def test_ascii_main(snap_compare: Any) -> None:
+    assert snap_compare(build(ascii_mode=True), terminal_size=(80, 24), run_before=settle)
