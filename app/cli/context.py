@@ -7,8 +7,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from app.config import Config
+from app.services.errors import ConfigError
 from app.services.machine import Machine
 from app.services.router_api import RouterClient
+from app.services.routers import RouterManager
 
 
 @dataclass
@@ -31,6 +33,15 @@ class CliContext:
             yield m
         finally:
             await m.close()
+
+    @contextlib.asynccontextmanager
+    async def managed(self, name: str, refusal: str) -> AsyncIterator[tuple[Machine, RouterManager]]:
+        """A connected machine whose router llamaherd manages; an attach-only one is a usage error (exit 2)."""
+        async with self.machine(name) as m:
+            if m.manager is None:
+                raise ConfigError(f"{m.name} is attach-only (url = {m.cfg.url}): {refusal}")
+            await m.transport.connect()
+            yield m, m.manager
 
     @contextlib.asynccontextmanager
     async def router(self, name: str) -> AsyncIterator[RouterHandle]:

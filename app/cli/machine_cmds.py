@@ -120,14 +120,10 @@ async def cmd_status(ctx: CliContext, args: argparse.Namespace) -> int:
 
 
 async def cmd_start(ctx: CliContext, args: argparse.Namespace) -> int:
-    async with ctx.machine(args.machine) as m:
-        if m.manager is None:
-            err(f"{m.name} is attach-only (url = {m.cfg.url}): its router is not ours to start")
-            return 2
-        await m.transport.connect()
+    async with ctx.managed(args.machine, "its router is not ours to start") as (m, manager):
         t0 = time.monotonic()
         try:
-            rec, started = await m.manager.start()
+            rec, started = await manager.start()
         except HerdError as e:
             err(f"could not start the router on {m.name}: {e}")
             return 1
@@ -138,32 +134,24 @@ async def cmd_start(ctx: CliContext, args: argparse.Namespace) -> int:
 
 
 async def cmd_stop(ctx: CliContext, args: argparse.Namespace) -> int:
-    async with ctx.machine(args.machine) as m:
-        if m.manager is None:
-            err(f"{m.name} is attach-only: llamaherd does not stop somebody else's router")
-            return 2
-        await m.transport.connect()
-        st = await m.manager.stop()
+    async with ctx.managed(args.machine, "llamaherd does not stop somebody else's router") as (m, manager):
+        st = await manager.stop()
     pid = f" (pid {st.record.pid})" if st.record else ""
     print(f"{m.name}: router {st.state}{pid}" + (f": {st.reason}" if st.reason else ""))
     return 0
 
 
 async def cmd_logs(ctx: CliContext, args: argparse.Namespace) -> int:
-    async with ctx.machine(args.machine) as m:
-        if m.manager is None:
-            err(f"{m.name} is attach-only: its log is on the machine of whoever runs it")
-            return 2
-        await m.transport.connect()
+    async with ctx.managed(args.machine, "its log is on the machine of whoever runs it") as (m, manager):
         att = LogAttributor()
         # A stopped router still has a log; ports then come from its spawn lines.
         with contextlib.suppress(HerdError):
             att.learn_models(await (await m.connect_router()).models())
-        path = await m.manager.log_path()
+        path = await manager.log_path()
         want = args.lines
         if not args.follow:
             scan = max(want * 20, 2000) if args.model else want
-            raw = await m.manager.log_tail(scan, path)
+            raw = await manager.log_tail(scan, path)
             lines = [att.parse(r) for r in raw]
             if args.model:
                 lines = [ln for ln in lines if ln.model == args.model]
