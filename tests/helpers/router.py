@@ -135,7 +135,7 @@ class RouterProc:
                 if m["id"] == model:
                     last = m
                     if m["status"]["value"] in states:
-                        return m
+                        return dict(m)
             time.sleep(0.1)
         raise AssertionError(f"{model} never reached {states}; last: {last}")
 
