@@ -129,6 +129,21 @@ class Fleet:
             m.poke()
         return rec
 
+    async def llama_server_found(self, machine: str) -> str | None:
+        """The llama-server a start on that machine would run, or None when there is none to be found there."""
+        m = self.machine(machine)
+        if m.manager is None:
+            return None
+        try:
+            program = await m.manager.program()
+        except HerdError:
+            return None
+        if not m.transport.is_local and "/" not in program:
+            r = await m.transport.run(["sh", "-c", 'command -v "$1"', "sh", program])
+            found = r.stdout.decode().strip()
+            return found if r.ok and found else None
+        return program if await m.transport.stat(program) is not None else None
+
     # ---- presets and model files (the editor drives these) ----
 
     async def client(self, machine: str) -> RouterClient:

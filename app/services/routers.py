@@ -204,7 +204,8 @@ class RouterManager:
         await self.write_record(rec)
         deadline = time.monotonic() + HEALTH_TIMEOUT
         while time.monotonic() < deadline:
-            if await self._healthy(port):
+            # Healthy *and* still our process: on a fixed router_port, another server already there also answers.
+            if await self._healthy(port) and await self.is_same_process(rec):
                 rec = replace(rec, state="running")
                 await self.write_record(rec)
                 return rec

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from typing import ClassVar
+from pathlib import Path
+from typing import ClassVar, Protocol, runtime_checkable
 
 from rich.text import Text
 from textual import on, work
@@ -20,17 +21,19 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
 from app.config import Config
+from app.services.binary import HOW_TO_GET
 from app.services.errors import HerdError
 from app.services.types import Connection, FleetEvent, RouterState
 from app.ui.confirm import ConfirmScreen
 from app.ui.fleet_api import FleetApi
 from app.ui.fleet_table import FleetTable
-from app.ui.format import BAD, DIM, OK, is_down
+from app.ui.format import BAD, BUSY, DIM, OK, is_down
 from app.ui.glyphs import Glyphs, glyphs_for, want_ascii
 from app.ui.help import HelpRow, HelpScreen
 from app.ui.live import LiveFeed
 from app.ui.logs import LogPanel, LogSearch
-from app.ui.machines import MachinesPane
+from app.ui.machines import FirstRunNotice, MachinesPane, first_run_text
+from app.ui.model_files import ModelFilesFleet, ModelFilesScreen
 from app.ui.models import KeyedTable, ModelTable
 from app.ui.palette import HerdCommands
 from app.ui.preset_form import PresetFleet, PresetForm
@@ -41,6 +44,18 @@ MAX_BATCH = 5000  # events taken off the queue in one go
 ERROR_DEDUP_SECONDS = 5.0
 
 _UP = (RouterState.RUNNING, RouterState.ATTACHED)
+_BUSY = (RouterState.RUNNING, RouterState.STARTING, RouterState.STOPPING, RouterState.ATTACHED)
+
+
+@runtime_checkable
+class ProgramFleet(Protocol):
+    """Optional: a fleet that can say, before any start, whether a machine has llama-server (its path, or None).
+
+    Looking for the binary is file work, so the UI never does it itself; without this method it learns the answer
+    from the refusal of a start (the LifecycleError that carries HOW_TO_GET).
+    """
+
+    async def llama_server_found(self, machine: str) -> str | None: ...
 
 
 class AsciiScrollBarRender(ScrollBarRender):
@@ -64,6 +79,7 @@ class HerdApp(App[int]):
         Binding("x", "stop_router", "Stop", id="stop_router"),
         Binding("e", "edit_preset", "Edit", id="edit_preset"),
         Binding("E", "edit_global_preset", "Edit [*]", show=False, id="edit_global_preset"),
+        Binding("m", "model_files", "Files", show=False, id="model_files"),
         Binding("g", "goto_log", "Log", id="goto_log"),
         Binding("f", "toggle_fleet", "Fleet", id="toggle_fleet"),
         Binding("slash", "filter", "Filter", id="filter"),
@@ -85,6 +101,7 @@ class HerdApp(App[int]):
         "goto_log": "Show the selected model's log lines",
         "edit_preset": "Edit the selected model's preset section",
         "edit_global_preset": "Edit the selected machine's [*] section (every model)",
+        "model_files": "Model files of the selected machine: add one to the preset",
         "toggle_fleet": "Toggle the fleet view (every model on every machine)",
         "filter": "Filter the table by text",
         "help": "Show every key",
@@ -110,10 +127,15 @@ class HerdApp(App[int]):
         frozen_time: float | None = None,
         manage_fleet: bool = True,
         ascii_mode: bool | None = None,
+        config_path: Path | None = None,
     ) -> None:
         super().__init__()
         self.config = config
         self.fleet = fleet
+        self.config_path = config_path or config.path
+        """Where the config file is (or would go): said on the first run and in help."""
+        self.first_run = not config.machines and list(fleet.names) == [m.name for m in config.effective_machines]
+        """No machines configured: the fleet is this machine alone ("local"), and the pane says where config goes."""
         self.frozen_time = frozen_time
         self.manage_fleet = manage_fleet
         self.ascii_mode = want_ascii(config.ui.ascii) if ascii_mode is None else ascii_mode
@@ -124,6 +146,7 @@ class HerdApp(App[int]):
         self._recent_errors: dict[str, float] = {}
         self._bindings_shown: tuple[bool | None, ...] = ()
         self._title_shown = Text()
+        self._notice_shown = Text()
         if config.keymap:
             self.set_keymap(config.keymap)
         # Scrollbars draw eighth-blocks at their ends; in ASCII mode the thumb is a plain coloured block. Textual
@@ -142,9 +165,11 @@ class HerdApp(App[int]):
         yield Static(id="title")
         with Horizontal(id="top"):
             yield MachinesPane(list(self.state.machines.values()), self.glyphs, self.now, id="machines")
-            with Vertical(id="right"), ContentSwitcher(initial="models", id="tables"):
-                yield ModelTable(self.glyphs, id="models")
-                yield FleetTable(self.glyphs, id="fleet")
+            with Vertical(id="right"):
+                yield FirstRunNotice(id="first-run")
+                with ContentSwitcher(initial="models", id="tables"):
+                    yield ModelTable(self.glyphs, id="models")
+                    yield FleetTable(self.glyphs, id="fleet")
         yield LogPanel(self.glyphs, self.config.ui.log_lines, id="logs")
         yield Prompt(id="prompt")
         yield Footer(compact=True, show_command_palette=False)
@@ -187,6 +212,10 @@ class HerdApp(App[int]):
         if self.selected_machine:
             self.select_machine(self.selected_machine)
         self._paint_title()
+        self.query_one("#first-run", FirstRunNotice).display = self.first_run
+        self._paint_hint()
+        if self.first_run and isinstance(self.fleet, ProgramFleet):
+            self._ask_for_program(self.state.names[0])
         self.model_table.focus()
         if self.frozen_time is None:
             self.set_interval(1.0, self.machines.tick)
@@ -239,6 +268,8 @@ class HerdApp(App[int]):
             if lines:
                 self.logs.append(lines)
             self._paint_title()
+            if changes.cards:
+                self._paint_hint()
         for p in changes.problems:
             self.notify_error(p.message, f"{p.machine}: {p.model}" if p.model else p.machine)
         self.update_bindings()
@@ -268,6 +299,38 @@ class HerdApp(App[int]):
         if t != self._title_shown:
             self._title_shown = t
             self.query_one("#title", Static).update(t)
+
+    def _paint_hint(self) -> None:
+        """The first run's notice (where the config goes), and how to get llama-server where a start lacked it."""
+        missing = [n for n, st in self.state.machines.items() if st.missing_program]
+        how_to = ""
+        if missing:
+            how_to = HOW_TO_GET if self.first_run else f"{', '.join(missing)}: {HOW_TO_GET}"
+        self.machines.set_hint(Text(how_to, style=BUSY))
+        if not self.first_run:
+            return  # the notice stays hidden (FirstRunNotice.display, set on mount)
+        here = self.state.get(self.state.names[0])
+        text = first_run_text(
+            config_path=str(self.config_path) if self.config_path else "config.toml",
+            start_key=self._key_of_id("start_router"),
+            can_start=here.view.router_state not in _BUSY,
+            missing_program=here.missing_program,
+        )
+        if text != self._notice_shown:
+            self._notice_shown = text
+            self.query_one("#first-run", FirstRunNotice).update(text)
+
+    @work(group="program", exit_on_error=False)
+    async def _ask_for_program(self, machine: str) -> None:
+        """Before any start: does this machine have llama-server? Asked of the fleet, which may look for it."""
+        assert isinstance(self.fleet, ProgramFleet)
+        try:
+            found = await self.fleet.llama_server_found(machine)
+        except HerdError:
+            return
+        self.state.get(machine).missing_program = found is None
+        self.machines.update_machine(self.state.get(machine))
+        self._paint_hint()
 
     # ---- selection ----
 
@@ -315,6 +378,7 @@ class HerdApp(App[int]):
 
     DYNAMIC_ACTIONS = (
         "load", "unload", "reload", "start_router", "stop_router", "goto_log", "edit_preset", "edit_global_preset",
+        "model_files",
     )  # fmt: skip
 
     def update_bindings(self) -> None:
@@ -335,6 +399,8 @@ class HerdApp(App[int]):
         machine, model = target
         st = self.state.get(machine)
         v = st.view
+        if action == "model_files":
+            return True if isinstance(self.fleet, ModelFilesFleet) and v.managed else None
         if action in ("edit_preset", "edit_global_preset"):
             if not isinstance(self.fleet, PresetFleet) or not v.managed:
                 return None
@@ -353,8 +419,7 @@ class HerdApp(App[int]):
         if not v.managed or v.connection is Connection.UNREACHABLE:
             return None
         if action == "start_router":
-            busy = (RouterState.RUNNING, RouterState.STARTING, RouterState.STOPPING, RouterState.ATTACHED)
-            return None if v.router_state in busy else True
+            return None if v.router_state in _BUSY else True
         return True if v.router_state in (RouterState.RUNNING, RouterState.STARTING) else None
 
     def load(self, machine: str, model: str) -> None:
@@ -440,6 +505,19 @@ class HerdApp(App[int]):
             return
         self.push_screen(PresetForm(self.fleet, machine, section))
 
+    def action_model_files(self) -> None:
+        """The machine's *.gguf files; adding one writes its preset section (the screen notifies the outcome)."""
+        target = self.target()
+        if not target or not isinstance(self.fleet, ModelFilesFleet):
+            return  # the snapshot stand-in fleet has no files
+        machine = target[0]
+        if not self.state.get(machine).view.managed:
+            self.notify(
+                f"{machine} is attach-only: its preset file belongs to whoever runs that router", severity="warning"
+            )
+            return
+        self.push_screen(ModelFilesScreen(self.fleet, machine))
+
     def action_toggle_fleet(self) -> None:
         switcher = self.query_one("#tables", ContentSwitcher)
         if self.fleet_view:
@@ -489,7 +567,7 @@ class HerdApp(App[int]):
             self.current_table().focus()
 
     def action_help(self) -> None:
-        hint = str(self.config.path) if self.config.path else "config.toml"
+        hint = str(self.config_path) if self.config_path else "config.toml"
         self.push_screen(HelpScreen(self.binding_rows(), hint))
 
     # ---- fleet commands, each in a worker ----
@@ -501,6 +579,7 @@ class HerdApp(App[int]):
             except HerdError as e:
                 self.state.note_problem(machine, f"{what}: {e}", model)
                 self.machines.update_machine(self.state.get(machine))
+                self._paint_hint()
                 self.notify_error(str(e), f"could not {what}")
 
         self.run_worker(run(), name=what, group=f"fleet-call:{machine}", exit_on_error=False)
@@ -561,9 +640,21 @@ class HerdApp(App[int]):
         keys = self.config.keymap.get(b.id or "", b.key)
         return self.get_key_display(Binding(keys.split(",")[0].strip(), ""))
 
+    def _key_of_id(self, binding_id: str) -> str:
+        b = next(b for b in self.BINDINGS if isinstance(b, Binding) and b.id == binding_id)
+        return self._key_of(b)
+
 
 def make_app(
-    config: Config, fleet: FleetApi, *, frozen_time: float | None = None, ascii_mode: bool | None = None
+    config: Config,
+    fleet: FleetApi,
+    *,
+    frozen_time: float | None = None,
+    ascii_mode: bool | None = None,
+    config_path: Path | None = None,
 ) -> HerdApp:
-    """The one way to build the dashboard: the CLI, the tests, the demo and the screenshot script all call this."""
-    return HerdApp(config, fleet, frozen_time=frozen_time, ascii_mode=ascii_mode)
+    """The one way to build the dashboard: the CLI, the tests, the demo and the screenshot script all call this.
+
+    `config_path` is where the config file is or would go (default: `config.path`), said on the first run.
+    """
+    return HerdApp(config, fleet, frozen_time=frozen_time, ascii_mode=ascii_mode, config_path=config_path)

@@ -18,9 +18,10 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
+from textual.widgets import Static
 
 from app.services.types import GpuStats
-from app.ui.format import BAD, DIM, connection_text, human_bytes, is_down, router_text
+from app.ui.format import BAD, BUSY, DIM, connection_text, human_bytes, is_down, router_text
 from app.ui.glyphs import Glyphs
 from app.ui.state import MachineState
 
@@ -187,6 +188,34 @@ class MachineCard(Widget):
         return parts
 
 
+def first_run_text(*, config_path: str, start_key: str, can_start: bool, missing_program: bool) -> Text:
+    """The first run's notice (no machines configured): where the config goes, and what `s` does here."""
+    t = Text.assemble(
+        ("First run: ", "bold"),
+        "no machines configured, so this is the machine llamaherd runs on.\n",
+        ("Config file: ", DIM),
+        (config_path, "bold"),
+        ("  (", DIM),
+        ("config.example.toml", "bold"),
+        (" shows every key)", DIM),
+    )
+    if missing_program:
+        t.append("\nNo llama-server here yet: the machines pane says how to get one.", style=BUSY)
+    elif can_start:
+        t.append("\n")
+        t.append(f" {start_key} ", style="bold reverse")
+        t.append(" starts a router here with an empty preset.")
+    return t
+
+
+class FirstRunNotice(Static):
+    """A few lines above the model table on the first run; hidden otherwise."""
+
+    DEFAULT_CSS = """
+    FirstRunNotice { height: auto; padding: 0 1; background: $boost; }
+    """
+
+
 def _gpu_bytes(gpus: tuple[GpuStats, ...]) -> tuple[float, float]:
     mb = 1024 * 1024
     return sum(gp.memory_used_mb for gp in gpus) * mb, sum(gp.memory_total_mb for gp in gpus) * mb
@@ -207,7 +236,15 @@ def _load_style(frac: float) -> str:
 
 
 class MachinesPane(VerticalScroll, can_focus=True):
-    """The list of machine cards; up/down (or j/k, or a click) picks the machine the other panes show."""
+    """The list of machine cards; up/down (or j/k, or a click) picks the machine the other panes show.
+
+    Below the cards, a hint when there is something to say that a card cannot: when a start was refused for want
+    of llama-server, how to get one.
+    """
+
+    DEFAULT_CSS = """
+    MachinesPane #machines-hint { height: auto; padding: 1 1 0 1; }
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "move(-1)", "Prev machine", show=False, id="machine_prev"),
@@ -230,9 +267,25 @@ class MachinesPane(VerticalScroll, can_focus=True):
         for card in self._cards.values():
             card.name_width = widest
         self.border_title = "machines"
+        self._hint = Static(id="machines-hint")
+        self._hint.display = False
+        self._hint_text = Text()
 
     def compose(self) -> ComposeResult:
         yield from self._cards.values()
+        yield self._hint
+
+    @property
+    def hint(self) -> Text:
+        return self._hint_text
+
+    def set_hint(self, text: Text) -> None:
+        """Say `text` below the cards (nothing when empty); repainted only when it changed."""
+        if text == self._hint_text:
+            return
+        self._hint_text = text
+        self._hint.update(text)
+        self._hint.display = bool(text.plain)
 
     @property
     def names(self) -> list[str]:

@@ -163,13 +163,22 @@ class KeyedTable(DataTable[Text]):
         with self.app.batch_update():
             for key in diff.remove:
                 self.remove_row(key)
+            # Column widths are set here, at once, rather than left to DataTable's next idle: a paint before that
+            # idle drew new rows at the old widths ("chat…" under a header cut to "model"), and as DataTable caches
+            # rendered lines by its update count rather than by width, that paint could stay until a later update.
             for key, i, cell in diff.update:
                 # Only a wider cell widens its column. DataTable answers a narrower one by measuring every cell
                 # of the column again, which made a burst on 500 rows quadratic.
                 col = self.columns[ColumnKey(self.cols[i].key)]
-                wider = cell_len(cell.text) > col.content_width
+                width = cell_len(cell.text)
+                wider = width > col.content_width
+                if wider:
+                    col.content_width = width
                 self.update_cell(key, col.key, SortCell(cell), update_width=wider)
             for key, row in diff.add:
+                for c, cell in zip(self.cols, row, strict=True):
+                    col = self.columns[ColumnKey(c.key)]
+                    col.content_width = max(col.content_width, cell_len(cell.text))
                 self.add_row(*(SortCell(c) for c in row), key=key)
             self.rows_now = dict(desired)
             touched_sort = any(i == self.sort_index for _, i, _ in diff.update)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from app.services.binary import HOW_TO_GET
 from app.services.types import (
     Connection,
     FleetEvent,
@@ -26,6 +27,7 @@ from app.services.types import (
 
 CPU_WINDOW = 60.0  # seconds of CPU history behind the sparkline
 CPU_SAMPLES = 120  # hard cap, whatever the sampling rate
+NOT_FOUND = HOW_TO_GET.split(":", 1)[0]  # "llama-server was not found", the start of every such refusal
 
 
 @dataclass
@@ -38,6 +40,8 @@ class MachineState:
     problem: str = ""
     """The last failure, kept in view until what failed works again (a toast alone scrolls away)."""
     problem_model: str | None = None
+    missing_program: bool = False
+    """A start was refused for want of llama-server: the machines pane says how to get one until a router runs."""
 
     def cpu_history(self, now: float) -> list[float]:
         return [pct for t, pct in self.cpu if now - t <= CPU_WINDOW]
@@ -96,6 +100,8 @@ class HerdState:
                 st.view = ev.view
                 if st.problem and st.problem_model is None and _healthy(ev.view):
                     st.problem = ""
+                if _healthy(ev.view):
+                    st.missing_program = False
                 cards.add(ev.machine)
             elif isinstance(ev, ModelsChanged):
                 st.models = ev.models
@@ -121,6 +127,10 @@ class HerdState:
     def note_problem(self, machine: str, message: str, model: str | None = None) -> None:
         st = self.get(machine)
         first = message.strip().splitlines()[0] if message.strip() else "failed"
+        if NOT_FOUND in first:
+            # The how-to is several lines; the card says what is wrong and the pane's hint says the rest.
+            st.missing_program = True
+            first = f"{first.split(NOT_FOUND, 1)[0]}{NOT_FOUND}"
         st.problem = first.replace(f" on {machine}", "")  # the card is the machine already
         st.problem_model = model
 

@@ -1,0 +1,179 @@
+"""The first run, without a config file: one machine, "local"; the dashboard says where the config goes, `s` starts
+a router there with an empty preset, and without any llama-server it says how to get one instead of failing.
+
+Each test has its own XDG_STATE_HOME, so the router record and the empty preset are the test's own; a router a test
+starts is stopped by the test (and, should it fail half-way, by pid).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.config import Config, MachineConfig
+from app.services.binary import HOW_TO_GET
+from app.services.fleet import Fleet
+from app.services.routers import EMPTY_PRESET
+from app.services.types import Connection, MachineChanged, MachineView, RouterState
+from app.ui.app import HerdApp, make_app
+from app.ui.machines import FirstRunNotice
+from app.ui.state import HerdState
+from tests.helpers.herd import Herd
+from tests.ui.screen import screen_text, wait_for
+from tests.ui.standin import NOW, StandInFleet, demo_fleet, view
+
+SIZE = (120, 40)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An isolated state directory; whatever router a test leaves behind is stopped by pid."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    try:
+        yield tmp_path
+    finally:
+        Herd(root=tmp_path, config=tmp_path / "config.toml").stop_all()
+
+
+def first_run_app(home: Path) -> HerdApp:
+    config = Config(path=home / "config.toml")  # what load_config returns for a missing file
+    return make_app(config, Fleet(config))
+
+
+def notice(app: HerdApp) -> str:
+    widget = app.query_one("#first-run", FirstRunNotice)
+    return str(widget.content) if widget.display else ""
+
+
+def hint(app: HerdApp) -> str:
+    return app.machines.hint.plain
+
+
+def record_notifications(app: HerdApp) -> list[tuple[str, str, str]]:
+    seen: list[tuple[str, str, str]] = []
+    notify = app.notify
+
+    def rec(message: str, *, title: str = "", severity: Any = "information", **kw: Any) -> None:
+        seen.append((str(severity), title, message))
+        notify(message, title=title, severity=severity, **kw)
+
+    app.notify = rec  # type: ignore[method-assign]
+    return seen
+
+
+async def test_the_first_run_says_where_the_config_goes(home: Path) -> None:
+    app = first_run_app(home)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.state.get("local").view.router_state is RouterState.ABSENT)
+        await pilot.pause()
+        assert app.first_run and app.state.names == ["local"]
+        text = notice(app)
+        assert str(home / "config.toml") in text
+        assert "config.example.toml shows every key" in text
+        assert "s  starts a router here with an empty preset" in text
+        screen = screen_text(app)
+        assert "First run" in screen and "config.example.toml" in screen
+        assert hint(app) == ""  # nothing is missing yet
+
+
+async def test_the_path_given_to_make_app_wins_and_help_names_it(tmp_path: Path) -> None:
+    path = tmp_path / "elsewhere" / "config.toml"
+    config = Config()  # no path: a config built in code
+    app = make_app(config, StandInFleet(views={"local": view("local")}), frozen_time=NOW, config_path=path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert str(path) in notice(app)
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: str(path) in screen_text(app))
+
+
+async def test_a_configured_fleet_shows_no_first_run_notice() -> None:
+    app = make_app(Config(), demo_fleet(), frozen_time=NOW)  # machines the config does not name: not a first run
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert not app.first_run
+        assert notice(app) == "" and hint(app) == ""
+
+
+async def test_s_starts_a_router_with_an_empty_preset(home: Path, llama_server: str) -> None:
+    app = first_run_app(home)
+    fleet = app.fleet
+    assert isinstance(fleet, Fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.state.get("local").view.router_state is RouterState.ABSENT)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: app.state.get("local").view.router_state is RouterState.RUNNING, timeout=40)
+        await wait_for(pilot, lambda: "running" in app.machines.card("local").render().plain)
+        preset = home / "state" / "llamaherd" / "routers" / "default" / "models.ini"
+        assert preset.read_text() == EMPTY_PRESET
+        await wait_for(pilot, lambda: "starts a router" not in notice(app))  # nothing left to start
+        assert str(home / "config.toml") in notice(app)
+        await fleet.stop_router("local")
+        await wait_for(pilot, lambda: app.state.get("local").view.router_state is RouterState.STOPPED, timeout=20)
+        await wait_for(pilot, lambda: "starts a router" in notice(app))
+
+
+async def test_without_llama_server_the_start_says_how_to_get_one(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLAMA_SERVER", str(home / "no" / "llama-server"))  # find_llama_server -> None
+    app = first_run_app(home)
+    notes = record_notifications(app)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await wait_for(pilot, lambda: app.state.get("local").view.router_state is RouterState.ABSENT)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: app.state.get("local").missing_program)
+        await wait_for(pilot, lambda: any(sev == "error" and HOW_TO_GET in msg for sev, _, msg in notes))
+        await pilot.pause(0.2)
+        assert hint(app) == HOW_TO_GET  # the machines pane says how, in full
+        assert "No llama-server here yet" in notice(app) and "starts a router" not in notice(app)
+        assert app.state.get("local").problem == "start router: llama-server was not found"
+        assert "llama-server was not found" in screen_text(app)
+        # Nothing crashed and nothing was started: the dashboard still answers keys.
+        await pilot.press("f")
+        await pilot.press("f")
+        assert app.is_running and app.state.get("local").view.router_state is RouterState.ABSENT
+        assert not (home / "state" / "llamaherd" / "routers" / "default" / "record.json").exists()
+        assert len([n for n in notes if n[0] == "error"]) == 1  # said once, not once per path it took
+
+
+class FleetThatLooks(Fleet):
+    """The Fleet with the method the dashboard asks for before any start (llama_server_found), answering `found`."""
+
+    def __init__(self, config: Config, found: str | None) -> None:
+        super().__init__(config)
+        self.found = found
+
+    async def llama_server_found(self, machine: str) -> str | None:
+        return self.found
+
+
+@pytest.mark.parametrize("found", [None, "/opt/llama/bin/llama-server"])
+async def test_a_fleet_that_can_look_is_asked_before_any_start(home: Path, found: str | None) -> None:
+    config = Config(path=home / "config.toml")
+    app = make_app(config, FleetThatLooks(config, found))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.state.get("local").view.router_state is RouterState.ABSENT)
+        await pilot.pause(0.1)
+        if found is None:
+            await wait_for(pilot, lambda: hint(app) == HOW_TO_GET)
+            assert "No llama-server here yet" in notice(app)
+        else:
+            assert hint(app) == "" and "starts a router" in notice(app)
+
+
+def test_the_missing_program_is_noted_once_and_cleared_by_a_running_router() -> None:
+    state = HerdState(["local"])
+    state.note_problem("local", f"start router on local: {HOW_TO_GET}")
+    st = state.get("local")
+    assert st.missing_program and st.problem == "start router: llama-server was not found"
+    running = MachineView("local", "local", Connection.LOCAL, router_state=RouterState.RUNNING)
+    state.apply([MachineChanged("local", running)], NOW)
+    assert not st.missing_program and st.problem == ""
+
+
+def test_a_configured_local_machine_is_not_a_first_run() -> None:
+    config = Config(machines=(MachineConfig(name="local"),))
+    app = make_app(config, Fleet(config))
+    assert not app.first_run
