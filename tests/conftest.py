@@ -12,6 +12,9 @@ from app.services.binary import HOW_TO_GET, find_llama_server
 from app.tinymodels import TinySpec, write_corrupt_model, write_tiny_model
 from tests.helpers.router import RouterProc, preset_text
 
+# One sshd (and one without SFTP) for the whole session, shared by every module that asks for them.
+pytest_plugins = ["tests.sshd"]
+
 IN_CI = bool(os.environ.get("CI"))
 
 

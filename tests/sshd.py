@@ -1,7 +1,7 @@
 """A real OpenSSH sshd on 127.0.0.1 for tests and benchmarks.
 
-Enable the fixtures with `pytest_plugins = ["tests.sshd"]` in tests/conftest.py, or import them into a test
-module: `from tests.sshd import sshd, sshd_nosftp  # noqa: F401`.
+The fixtures are enabled for the whole suite by `pytest_plugins = ["tests.sshd"]` in tests/conftest.py, so
+each session starts one server of each kind, shared by every module.
 
 Each server runs as the current user with its own generated host key, client key, authorized_keys and
 sshd_config, on a free port. `fake_bin` is first on the PATH of every ssh session, so a test can put a fake

@@ -16,7 +16,7 @@ from app.services.machine import Machine
 from app.services.types import FleetEvent, ModelState, RouterState
 from tests.helpers.herd import Herd
 from tests.helpers.router import preset_text
-from tests.sshd import SshServer, sshd, sshd_nosftp  # noqa: F401
+from tests.sshd import SshServer
 
 
 def ssh_machine(server: SshServer, name: str, tmp_path: Path, llama_server: str, **extra: object) -> MachineConfig:
@@ -122,7 +122,7 @@ async def test_follower_survives_a_cut_link_and_reports_kill_9(remote: Herd, ser
         await m.close()
 
 
-async def test_unknown_host_key_refused_then_accepted(tmp_path: Path, sshd: SshServer, llama_server: str) -> None:  # noqa: F811
+async def test_unknown_host_key_refused_then_accepted(tmp_path: Path, sshd: SshServer, llama_server: str) -> None:
     empty = tmp_path / "known_hosts"
     empty.write_text("")
     cfg = ssh_machine(sshd, "far", tmp_path, llama_server)

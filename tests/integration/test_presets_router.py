@@ -19,7 +19,7 @@ from app.services.preset_fields import FIELDS, PresetField
 from app.services.preset_store import PresetConflict, add_section, replace_section, set_keys
 from app.services.types import ModelState
 from tests.helpers.router import preset_text
-from tests.sshd import SshServer, sshd, sshd_nosftp  # noqa: F401
+from tests.sshd import SshServer
 
 
 @contextlib.asynccontextmanager

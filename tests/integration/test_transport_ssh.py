@@ -23,7 +23,7 @@ from app.services.ssh_transport import SshTransport
 from app.services.transport import LocalTransport, same_start
 from app.services.types import Connection, GpuStats
 from tests.integration.test_transport_local import gone_or_zombie, settled, weird_args
-from tests.sshd import SshServer, sshd, sshd_nosftp  # noqa: F401
+from tests.sshd import SshServer
 
 pytestmark = pytest.mark.ssh
 
@@ -56,7 +56,7 @@ async def ssh(server: SshServer) -> AsyncIterator[SshTransport]:
 
 
 @pytest.fixture
-async def ssh1(sshd: SshServer) -> AsyncIterator[SshTransport]:  # noqa: F811
+async def ssh1(sshd: SshServer) -> AsyncIterator[SshTransport]:
     """Over the SFTP server only, for tests where the subsystem makes no difference."""
     t = make(sshd)
     await t.connect()
@@ -261,7 +261,7 @@ async def test_free_port(ssh1: SshTransport) -> None:
     assert not ports & listeners
 
 
-async def test_host_stats_with_fake_gpu(ssh1: SshTransport, sshd: SshServer) -> None:  # noqa: F811
+async def test_host_stats_with_fake_gpu(ssh1: SshTransport, sshd: SshServer) -> None:
     first = await ssh1.host_stats()
     assert first.mem_total > first.mem_used > 0 and first.gpus == ()
     fake = sshd.fake_bin / "nvidia-smi"
@@ -316,7 +316,7 @@ def _remote_tails(path: str) -> list[int]:
     return out
 
 
-async def test_tail_ends_with_error_when_the_link_drops(sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
+async def test_tail_ends_with_error_when_the_link_drops(sshd: SshServer, tmp_path: Path) -> None:
     t = make(sshd)
     log = tmp_path / "x.log"
     log.write_text("one\n")
@@ -335,7 +335,7 @@ async def test_tail_ends_with_error_when_the_link_drops(sshd: SshServer, tmp_pat
 # ---- port forwards and reconnects ----
 
 
-async def test_forward_port_comes_back_on_the_same_port(sshd: SshServer) -> None:  # noqa: F811
+async def test_forward_port_comes_back_on_the_same_port(sshd: SshServer) -> None:
     async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while data := await reader.read(1024):
             writer.write(b"echo:" + data)
@@ -385,7 +385,7 @@ async def test_forward_port_comes_back_on_the_same_port(sshd: SshServer) -> None
         await server.wait_closed()
 
 
-async def test_alias_from_ssh_config(sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
+async def test_alias_from_ssh_config(sshd: SshServer, tmp_path: Path) -> None:
     cfg = tmp_path / "ssh_config"
     cfg.write_text(sshd.ssh_config("gpubox"))
     t = SshTransport("gpubox", "gpubox", known_hosts=sshd.known_hosts, ssh_config=str(cfg))
@@ -399,7 +399,7 @@ async def test_alias_from_ssh_config(sshd: SshServer, tmp_path: Path) -> None:  
 # ---- host keys ----
 
 
-async def test_unknown_host_key_is_refused_with_how_to_accept(sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
+async def test_unknown_host_key_is_refused_with_how_to_accept(sshd: SshServer, tmp_path: Path) -> None:
     known = tmp_path / "known_hosts"
     known.write_text("")
     t = make(sshd, known_hosts=str(known))
@@ -425,7 +425,7 @@ async def test_unknown_host_key_is_refused_with_how_to_accept(sshd: SshServer, t
         await t.close()
 
 
-async def test_accept_new_host_key_records_it(sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
+async def test_accept_new_host_key_records_it(sshd: SshServer, tmp_path: Path) -> None:
     known = tmp_path / "new" / "known_hosts"
     t = make(sshd, known_hosts=str(known), accept_new_host_key=True)
     try:
@@ -444,7 +444,7 @@ async def test_accept_new_host_key_records_it(sshd: SshServer, tmp_path: Path) -
 
 @pytest.mark.parametrize("key_type", ["ed25519", "rsa"])
 async def test_changed_host_key_is_always_refused(
-    sshd: SshServer,  # noqa: F811
+    sshd: SshServer,
     tmp_path: Path,
     key_type: str,
 ) -> None:
@@ -468,7 +468,7 @@ async def test_changed_host_key_is_always_refused(
 # ---- unreachable machines ----
 
 
-async def test_unreachable_fails_fast_and_never_blocks_another(sshd: SshServer) -> None:  # noqa: F811
+async def test_unreachable_fails_fast_and_never_blocks_another(sshd: SshServer) -> None:
     # A "machine" that accepts TCP and then says nothing: the worst case for a client.
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await asyncio.sleep(30)
@@ -499,7 +499,7 @@ async def test_unreachable_fails_fast_and_never_blocks_another(sshd: SshServer) 
         black_hole.close()
 
 
-async def test_refused_port(sshd: SshServer) -> None:  # noqa: F811
+async def test_refused_port(sshd: SshServer) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
