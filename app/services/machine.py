@@ -43,6 +43,7 @@ from app.services.types import (
 STATS_EVERY = 2.0
 INSPECT_EVERY = 2.0  # how often a stopped/absent router is looked at again
 LOG_FLUSH_EVERY = 0.1
+LOG_FIRST_LINES = 200
 FAILURE_LOG_LINES = 8
 
 Emit = Callable[[FleetEvent], None]
@@ -354,7 +355,7 @@ class Machine:
 
         flusher = asyncio.create_task(flush_later())
         try:
-            async for raw in self.transport.tail(path, lines=200):
+            async for raw in self.transport.tail(path, lines=await self._lines_to_resume(path)):
                 line = self.attributor.parse(raw)
                 self.logs.append(line)
                 batch.append(line)
@@ -362,6 +363,20 @@ class Machine:
             flusher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await flusher
+            if batch:
+                self.emit(LogLines(self.name, tuple(batch)))
+
+    async def _lines_to_resume(self, path: str) -> int:
+        """How many of the log's last lines are new to us. A remote tail ends when the ssh link drops; starting it
+        again with the usual 200 lines showed up to 200 lines twice, so it resumes after the last line we have."""
+        if not self.logs or self.manager is None:
+            return LOG_FIRST_LINES
+        last = self.logs[-1].raw
+        recent = await self.manager.log_tail(LOG_FIRST_LINES, path)
+        for i in range(len(recent) - 1, -1, -1):
+            if recent[i].rstrip("\r") == last:
+                return len(recent) - 1 - i
+        return LOG_FIRST_LINES
 
     # ---- commands ----
 

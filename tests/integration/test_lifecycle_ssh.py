@@ -110,6 +110,14 @@ async def test_follower_survives_a_cut_link_and_reports_kill_9(remote: Herd, ser
             while m.models.get("alpha") is None or m.models["alpha"].state is not ModelState.LOADED:
                 await asyncio.sleep(0.05)
         assert m.view.url == url_before and m.view.pid == rec.pid
+        # the log follower came back after the cut without showing any line twice, and with the new ones
+        async with asyncio.timeout(10):
+            while True:
+                file_lines = Path(rec.log).read_text().splitlines()
+                got = [ln.raw for ln in m.logs]
+                if got and got == file_lines[-len(got) :] and any("alpha" in g for g in got[-20:]):
+                    break
+                await asyncio.sleep(0.1)
         t0 = time.monotonic()
         psutil.Process(rec.pid).kill()
         async with asyncio.timeout(10):
