@@ -38,6 +38,7 @@ from app.services.preset_store import (
 from app.services.types import FileInfo
 from app.ui.format import BAD, BUSY, DIM, IDLE, OK, human_bytes
 from app.ui.preset_form import diff_text
+from app.ui.preset_outcome import conflict_head, not_reloaded, summary
 
 NO_DIRS = "no models_dirs in config.toml for this machine"
 _SHARD = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
@@ -561,19 +562,12 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
         try:
             result = await self.fleet.apply_preset(self.machine, plan)
         except PresetConflict as e:
-            head = Text.assemble(
-                ("The file changed on disk since it was read; nothing was written.\n", f"bold {BAD}"),
-                ("What changed there is below. ", ""),
-                ("escape", "bold"),
-                (" goes back to the files; adding again reads the file afresh.", ""),
-            )
+            head = conflict_head(("escape", "goes back to the files; adding again reads the file afresh"))
             self._to_review(head, e.diff, "conflict")
             return
         except RouterError as e:
-            # apply asks the router only after the file is written: the change is on disk, not yet in effect
             self.app.notify(
-                f"Added [{self.section}] to {plan.snapshot.path}, but the router did not reload: {e}. "
-                "Reload its presets to apply the change.",
+                not_reloaded(f"Added [{self.section}] to {plan.snapshot.path}", e),
                 title=f"preset of {self.machine}",
                 severity="warning",
             )
@@ -588,15 +582,7 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
         self.dismiss(result)
 
     def summary(self, result: PresetResult) -> str:
-        parts = [f"Added [{self.section}] to {result.plan.snapshot.path}."]
-        if result.backup:
-            parts.append(f"Backup: {result.backup}.")
-        if result.reloaded:
-            unloaded = result.plan.will_unload
-            parts.append("Router reloaded" + (f"; unloaded {', '.join(unloaded)}." if unloaded else "."))
-        else:
-            parts.append("The router is not running: it reads the file when it starts.")
-        return " ".join(parts)
+        return summary(f"Added [{self.section}] to {result.plan.snapshot.path}", result)
 
     # ---- leaving ----
 

@@ -41,6 +41,7 @@ from app.services.preset_store import (
 )
 from app.services.presets import GLOBAL_SECTION, PresetDoc, router_name
 from app.ui.format import BAD, BUSY, DIM, OK
+from app.ui.preset_outcome import conflict_head, not_reloaded, summary
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Model files", ("model", "mmproj", "model-draft")),
@@ -526,21 +527,15 @@ class PresetForm(ModalScreen[PresetResult | None]):
             result = await self.fleet.apply_preset(self.machine, plan)
         except PresetConflict as e:
             self.conflict = e
-            head = Text.assemble(
-                ("The file changed on disk since it was read; nothing was written.\n", f"bold {BAD}"),
-                ("What changed there is below. ", ""),
-                ("r", "bold"),
-                (" reloads the form from the file (edits made here are dropped), ", ""),
-                ("escape", "bold"),
-                (" goes back to the form.", ""),
+            head = conflict_head(
+                ("r", "reloads the form from the file (edits made here are dropped)"),
+                ("escape", "goes back to the form"),
             )
             self._to_review(head, e.diff, "conflict")
             return
         except RouterError as e:
-            # apply asks the router only after the file is written: the change is on disk, not yet in effect
             self.app.notify(
-                f"Saved {self._what()} in {plan.snapshot.path}, but the router did not reload: {e}. "
-                "Reload its presets to apply the change.",
+                not_reloaded(f"Saved {self._what()} in {plan.snapshot.path}", e),
                 title=f"preset of {self.machine}",
                 severity="warning",
             )
@@ -555,15 +550,7 @@ class PresetForm(ModalScreen[PresetResult | None]):
         self.dismiss(result)
 
     def summary(self, result: PresetResult) -> str:
-        parts = [f"Saved {self._what()} in {result.plan.snapshot.path}."]
-        if result.backup:
-            parts.append(f"Backup: {result.backup}.")
-        if result.reloaded:
-            unloaded = result.plan.will_unload
-            parts.append("Router reloaded" + (f"; unloaded {', '.join(unloaded)}." if unloaded else "."))
-        else:
-            parts.append("The router is not running: it reads the file when it starts.")
-        return " ".join(parts)
+        return summary(f"Saved {self._what()} in {result.plan.snapshot.path}", result)
 
     def action_cancel(self) -> None:
         if self.mode in ("form", "loading"):
