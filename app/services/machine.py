@@ -140,7 +140,8 @@ class Machine:
             try:
                 await self.transport.connect()
                 if self.manager is None:
-                    await self._follow_attached()
+                    if await self._follow_attached():
+                        backoff.reset()  # it was up: a router back after a long outage is retried quickly
                     await self._wait_poke(backoff.next())
                     continue
                 status = await self.manager.inspect()
@@ -197,19 +198,20 @@ class Machine:
         self._update(url=self.client.base_url)
         return self.client
 
-    async def _follow_attached(self) -> None:
+    async def _follow_attached(self) -> bool:
         assert self.cfg.url is not None
         client = await self.client_for(self.cfg.url)
         self._update(port=urlsplit(self.cfg.url).port)
-        await self._consume(client, attached=True)
+        return await self._consume(client, attached=True)
 
     async def _stream(self, port: int) -> None:
         client = await self.client_for(f"http://127.0.0.1:{port}")
         await self._consume(client, attached=False)
 
-    async def _consume(self, client: RouterClient, attached: bool) -> None:
-        """Follow one connection of the event stream until it drops."""
+    async def _consume(self, client: RouterClient, attached: bool) -> bool:
+        """Follow one connection of the event stream until it drops. True if it was connected at all."""
         events = client.events()
+        connected = False
         try:
             async for ev in events:
                 if isinstance(ev, StreamStateEvent):
@@ -219,7 +221,8 @@ class Machine:
                             router_reason=ev.reason,
                             router_state=RouterState.UNREACHABLE if attached else self.view.router_state,
                         )
-                        return
+                        return connected
+                    connected = True
                     stream = "sse" if ev.state == "connected" else "polling"
                     changes: dict[str, object] = {"stream": stream, "router_reason": ev.reason}
                     if attached:
@@ -230,6 +233,7 @@ class Machine:
         finally:
             with contextlib.suppress(Exception):
                 await events.aclose()
+        return connected
 
     async def _apply(self, ev: RouterEvent) -> None:
         if isinstance(ev, ModelListEvent):
