@@ -15,7 +15,7 @@ import posixpath
 import signal
 import time
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from app.config import MachineConfig
@@ -69,7 +69,7 @@ class RouterStatus:
     state: str  # "running", "stopped" (on request), "exited", "absent", "starting"
     record: RouterRecord | None = None
     reason: str = ""
-    log_tail: tuple[str, ...] = field(default=())
+    log_tail: tuple[str, ...] = ()
 
 
 class RouterManager:
@@ -192,7 +192,8 @@ class RouterManager:
             *self.machine.extra_args,
         )  # fmt: skip
         await self.clear_record()  # starting a new router is what clears the old record
-        offset = (await t.stat(log) or _NoFile).size
+        before = await t.stat(log)
+        offset = before.size if before else 0  # what this start writes comes after this point of the log
         pid = await t.spawn_detached(list(argv), log_path=log)
         start_time = await t.process_start_time(pid)
         if start_time is None:
@@ -289,10 +290,3 @@ class RouterManager:
         log = path or await self.log_path()
         r = await self.transport.run(["tail", "-n", str(n), log])
         return r.stdout.decode(errors="replace").splitlines() if r.ok else []
-
-
-class _NoFileT:
-    size = 0
-
-
-_NoFile = _NoFileT()
