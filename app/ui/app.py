@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -364,6 +364,11 @@ class HerdApp(App[int]):
         if target is not None:
             self.logs.current_model = target[1]
         self.update_bindings()
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self.live.note_input()
+        await super().on_event(event)
 
     def target(self) -> tuple[str, str | None] | None:
         """(machine, model) the actions apply to: the fleet view's row, or the selected machine and table row."""

@@ -16,6 +16,11 @@ from app.services.types import FleetEvent, ModelsChanged
 from app.ui.state import Changes, HerdState
 
 FLUSH_INTERVAL = 0.05  # at most 20 paints a second from fleet events, however fast they come
+# Keys first: a fleet paint redraws every visible cell (DataTable's render caches are keyed by its update count), so
+# during a burst a key press waited for that paint and then for its own. Fleet paints wait INPUT_QUIET after a key,
+# but never hold a change back longer than MAX_DEFER.
+INPUT_QUIET = 0.12
+MAX_DEFER = 0.3
 
 Later = Callable[[float, Callable[[], None]], None]
 
@@ -40,8 +45,14 @@ class LiveFeed:
         self._awaiting_paint = False
         self._flush_due = False
         self._last_flush = 0.0
+        self._input_at = -1.0
+        self._due_since = 0.0
         self._unpainted: dict[str, set[str]] = {}
         """Per machine, the models whose state changed since the last paint."""
+
+    def note_input(self) -> None:
+        """A key was pressed: let its paint go first."""
+        self._input_at = time.monotonic()
 
     def absorb(self, events: Iterable[FleetEvent]) -> None:
         self._backlog.extend(events)
@@ -79,7 +90,17 @@ class LiveFeed:
         if self._flush_due:
             return
         self._flush_due = True
-        self.later(max(0.0, self._last_flush + FLUSH_INTERVAL - time.monotonic()), self.flush)
+        self._due_since = time.monotonic()
+        self.later(max(0.0, self._last_flush + FLUSH_INTERVAL - self._due_since), self._timed_flush)
+
+    def _timed_flush(self) -> None:
+        now = time.monotonic()
+        quiet_until = self._input_at + INPUT_QUIET
+        if now < quiet_until and now - self._due_since < MAX_DEFER:
+            self.later(min(quiet_until, self._due_since + MAX_DEFER) - now, self._timed_flush)
+            return
+        if self._flush_due:
+            self.flush()
 
     def _changed_states(self, ev: ModelsChanged) -> Iterator[str]:
         before = self.state.get(ev.machine).models
