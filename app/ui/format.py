@@ -158,10 +158,12 @@ def router_text(v: MachineView, now: float | None) -> tuple[str, str]:
     """(text, style) of the router line: running with uptime, starting, stopped on request, exited with code."""
     st = v.router_state
     up = f" {duration(now - v.started_at)}" if now is not None and v.started_at else ""
+    # An older llama-server without /models/sse is followed by polling every 2 s; the operator should know.
+    polling = " · polling, no SSE" if v.stream == "polling" else ""
     if st is RouterState.RUNNING:
-        return f"running{up}", OK
+        return f"running{up}{polling}", OK
     if st is RouterState.ATTACHED:
-        return f"attached{up}", OK
+        return f"attached{up}{polling}", OK
     if st is RouterState.STARTING:
         return "starting", BUSY
     if st is RouterState.STOPPING:

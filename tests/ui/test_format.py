@@ -56,6 +56,8 @@ def test_router_and_connection_words() -> None:
     exited = view("a", router_state=RouterState.EXITED, exit_code=137, router_reason="killed")
     assert fmt.router_text(exited, NOW)[0] == "exited with code 137: killed"
     assert fmt.router_text(view("a", router_state=RouterState.STOPPED), NOW)[0] == "stopped on request"
+    old = view("a", router_state=RouterState.ATTACHED, stream="polling")
+    assert fmt.router_text(old, None)[0] == "attached · polling, no SSE"
     down = view("a", host="h", connection=Connection.UNREACHABLE, connection_reason="no route to host")
     assert fmt.connection_text(down)[0] == "unreachable: no route to host"
     assert fmt.is_down(down)

@@ -1,0 +1,83 @@
+"""Where a router has no /models/sse (an older llama-server), the stream polls /models every 2 s and says so.
+
+The router is the real one; in front of it sits a small loopback proxy that answers 404 for /models/sse, as an
+older build would, and passes every other request through unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from app.config import MachineConfig
+from app.services.machine import Machine
+from app.services.router_api import RouterClient
+from app.services.types import ModelListEvent, ModelState, StreamStateEvent
+from tests.helpers.router import RouterProc
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(ConnectionError):
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    writer.close()
+
+
+@contextlib.asynccontextmanager
+async def without_sse(router: RouterProc) -> AsyncIterator[str]:
+    async def handle(cr: asyncio.StreamReader, cw: asyncio.StreamWriter) -> None:
+        head = await cr.readuntil(b"\r\n\r\n")
+        if head.split(b" ", 2)[1].startswith(b"/models/sse"):
+            cw.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 14\r\nConnection: close\r\n\r\nFile Not Found")
+            await cw.drain()
+            cw.close()
+            return
+        length = next(
+            (int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")), 0
+        )
+        body = await cr.readexactly(length) if length else b""
+        rr, rw = await asyncio.open_connection("127.0.0.1", router.port)
+        rw.write(head + body)
+        await rw.drain()
+        await _pipe(rr, cw)
+        rw.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_stream_falls_back_to_polling(router: RouterProc) -> None:
+    async with without_sse(router) as url, RouterClient(url) as c:
+        events = c.events(poll_interval=0.5)
+        first = await anext(events)
+        assert isinstance(first, StreamStateEvent) and first.state == "polling" and "/models/sse" in first.reason
+        listed = await anext(events)
+        assert isinstance(listed, ModelListEvent) and {m.id for m in listed.models} == {"alpha", "beta", "broken"}
+        await c.load("alpha")
+        async with asyncio.timeout(15):
+            async for ev in events:
+                if isinstance(ev, ModelListEvent) and any(
+                    m.id == "alpha" and m.state is ModelState.LOADED for m in ev.models
+                ):
+                    break
+        await events.aclose()
+
+
+async def test_machine_says_it_is_polling(router: RouterProc) -> None:
+    async with without_sse(router) as url:
+        m = Machine(MachineConfig(name="old", url=url), lambda ev: None)
+        m.start()
+        try:
+            async with asyncio.timeout(10):
+                while m.view.stream != "polling":
+                    await asyncio.sleep(0.05)
+            assert "polling" in m.view.router_reason and set(m.models) == {"alpha", "beta", "broken"}
+        finally:
+            await m.close()
