@@ -437,30 +437,31 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
     def _row_chosen(self) -> None:
         self.action_add()
 
-    def action_add(self) -> None:
+    def _model_to_add(self) -> DiscoveredModel | None:
+        """The model under the cursor when it can be added now; otherwise None (saying why when it cannot)."""
         if self.mode != "files" or self.busy:
-            return
+            return None
         row = self.current_row()
         if row is None:
-            return
+            return None
         if not row.addable or row.model is None:
             self._show_error(f"Cannot add: {row.why_not}", style=BUSY)
-            return
-        self.add(row.model, row.model.name)
+            return None
+        return row.model
+
+    def action_add(self) -> None:
+        model = self._model_to_add()
+        if model is not None:
+            self.add(model, model.name)
 
     def action_add_as(self) -> None:
-        if self.mode != "files" or self.busy:
+        model = self._model_to_add()
+        if model is None:
             return
-        row = self.current_row()
-        if row is None:
-            return
-        if not row.addable or row.model is None:
-            self._show_error(f"Cannot add: {row.why_not}", style=BUSY)
-            return
-        self.naming_model = row.model
+        self.naming_model = model
         self.query_one("#mf-naming").display = True
         name = self.query_one("#mf-name", Input)
-        name.value = row.model.name
+        name.value = model.name
         name.cursor_position = len(name.value)
         self._set_mode("naming")
         name.focus()
