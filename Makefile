@@ -20,6 +20,7 @@ install-test:
 lint:
 	$(PYTHON) -m ruff check app tests bench
 	$(PYTHON) -m mypy app
+	lint-imports
 
 test: install-test lint
 	$(PYTHON) -m pytest -q -p no:cacheprovider

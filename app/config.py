@@ -16,7 +16,7 @@ from typing import Any
 
 import tomli_w
 
-from app.services.errors import ConfigError
+from app.errors import ConfigError
 
 ENV_CONFIG = "LLAMAHERD_CONFIG"
 

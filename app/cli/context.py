@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from app.config import Config
-from app.services.errors import ConfigError
+from app.errors import ConfigError
 from app.services.machine import Machine
 from app.services.router_api import RouterClient
 from app.services.routers import RouterManager

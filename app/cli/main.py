@@ -11,7 +11,7 @@ from app.cli import dashboard_cmds, machine_cmds, preset_cmds, router_cmds
 from app.cli.context import CliContext
 from app.cli.output import err
 from app.config import load_config, resolve_config_path
-from app.services.errors import ConfigError, HerdError
+from app.errors import ConfigError, HerdError
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-
-class HerdError(Exception):
-    """Base of every failure the service layer reports on purpose."""
-
-
-class ConfigError(HerdError):
-    """A config file that cannot be used: names the file, the key and, where known, the line."""
+from app.errors import HerdError as HerdError  # the base lives below config, which raises it too
 
 
 class RouterError(HerdError):

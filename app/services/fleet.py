@@ -6,9 +6,10 @@ import asyncio
 import contextlib
 
 from app.config import Config
+from app.errors import ConfigError
 from app.services import model_files
 from app.services.discovery import DiscoveredModel, Discovery
-from app.services.errors import ConfigError, HerdError, RouterError
+from app.services.errors import HerdError, RouterError
 from app.services.loading import LOAD_TIMEOUT, ensure_loaded
 from app.services.machine import Machine
 from app.services.preset_store import Edit, PresetPlan, PresetResult, PresetSnapshot, PresetStore

@@ -16,7 +16,7 @@ from app.config import (
     resolve_config_path,
     write_config,
 )
-from app.services.errors import ConfigError
+from app.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 
