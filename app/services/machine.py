@@ -15,11 +15,12 @@ from urllib.parse import urlsplit, urlunsplit
 from app.config import MachineConfig
 from app.services.backoff import Backoff
 from app.services.errors import HerdError, RouterError, TransportError
+from app.services.local_transport import LocalTransport
 from app.services.logs import LogAttributor
 from app.services.router_api import RouterClient
 from app.services.routers import RouterManager, RouterStatus
 from app.services.ssh_transport import SshTransport
-from app.services.transport import LocalTransport, Transport
+from app.services.transport import Transport
 from app.services.types import (
     Connection,
     FleetEvent,

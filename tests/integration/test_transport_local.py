@@ -15,7 +15,8 @@ import psutil
 import pytest
 
 from app.services.errors import TransportError
-from app.services.transport import LocalTransport, same_start
+from app.services.local_transport import LocalTransport
+from app.services.transport import same_start
 from app.services.types import Connection, GpuStats
 
 WEIRD = [

@@ -19,8 +19,9 @@ import psutil
 import pytest
 
 from app.services.errors import HostKeyError, TransportError
+from app.services.local_transport import LocalTransport
 from app.services.ssh_transport import SshTransport
-from app.services.transport import LocalTransport, same_start
+from app.services.transport import same_start
 from app.services.types import Connection, GpuStats
 from tests.integration.test_transport_local import gone_or_zombie, settled, weird_args
 from tests.sshd import SshServer

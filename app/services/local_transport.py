@@ -1,0 +1,373 @@
+"""This machine as a Transport: subprocesses, psutil and plain file calls, each blocking call in a worker thread.
+
+It starts processes with the same spawn script as the ssh side (transport.py), so a router started from either
+side looks the same read from the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fnmatch
+import os
+import shutil
+import socket
+import tempfile
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import IO
+
+import psutil
+
+from app.services import probes
+from app.services.errors import TransportError
+from app.services.transport import Transport, expand_template, parse_spawn_output, pick_free_port, spawn_args
+from app.services.types import Connection, FileInfo, GpuStats, HostStats, RunResult
+
+
+def _decode_line(raw: bytes) -> str:
+    return raw.removesuffix(b"\n").removesuffix(b"\r").decode("utf-8", errors="replace")
+
+
+class _LocalFollower:
+    """`tail -F` for a local file, one poll at a time (each poll runs in a worker thread)."""
+
+    CHUNK = 1 << 20
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.f: IO[bytes] | None = None
+        self.ident: tuple[int, int] | None = None
+        self.pos = 0
+        self.partial = b""
+
+    def _open(self) -> bool:
+        try:
+            f = open(self.path, "rb")  # noqa: SIM115 - kept open across polls, closed in close()
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return False
+        st = os.fstat(f.fileno())
+        self.f, self.ident, self.pos, self.partial = f, (st.st_dev, st.st_ino), 0, b""
+        return True
+
+    def close(self) -> None:
+        if self.f is not None:
+            self.f.close()
+            self.f = None
+
+    def initial(self, lines: int) -> list[str]:
+        """The last `lines` complete lines; leaves the position at the end of the file."""
+        if not self._open():
+            return []
+        assert self.f is not None
+        end = self.f.seek(0, os.SEEK_END)
+        start, buf = end, b""
+        # Read backwards in blocks until enough newlines are in hand.
+        while start > 0 and buf.count(b"\n") <= lines:
+            step = min(65536, start)
+            start -= step
+            self.f.seek(start)
+            buf = self.f.read(step) + buf
+        self.pos = end
+        self.f.seek(end)
+        body, nl, self.partial = buf.rpartition(b"\n")
+        if not nl:
+            return []
+        got = body.split(b"\n")
+        if start > 0:
+            got = got[1:]  # the first one is likely cut
+        return [_decode_line(x) for x in got[-lines:]] if lines > 0 else []
+
+    def poll(self) -> list[str]:
+        out: list[str] = []
+        try:
+            st: os.stat_result | None = os.stat(self.path)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            st = None
+        if self.f is not None and (st is None or (st.st_dev, st.st_ino) != self.ident):
+            # Replaced or removed: finish what the old file still holds, then let go of it.
+            out += self._read_new()
+            self.close()
+        if self.f is None and (st is None or not self._open()):
+            return out
+        assert self.f is not None
+        size = os.fstat(self.f.fileno()).st_size
+        if size < self.pos:  # truncated in place: start over from its beginning, like tail -F
+            self.f.seek(0)
+            self.pos, self.partial = 0, b""
+        return out + self._read_new()
+
+    def _read_new(self) -> list[str]:
+        assert self.f is not None
+        self.f.seek(self.pos)
+        data = self.f.read(self.CHUNK)
+        if not data:
+            return []
+        self.pos += len(data)
+        *done, self.partial = (self.partial + data).split(b"\n")
+        return [_decode_line(x) for x in done]
+
+
+class LocalTransport(Transport):
+    """This machine."""
+
+    is_local = True
+
+    def __init__(self, name: str = "local") -> None:
+        super().__init__(name)
+        self._set_state(Connection.LOCAL)
+        self._prev_cpu: probes.CpuSample | None = None
+
+    async def connect(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def run(self, argv: Sequence[str], *, input: bytes | None = None, timeout: float | None = 30) -> RunResult:
+        if not argv:
+            raise ValueError("run needs a program")
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+        except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
+            # The same answer a shell on a remote machine gives, so callers need one check.
+            return RunResult(127, b"", f"{argv[0]}: {e.strerror}\n".encode())
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(input), timeout)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            raise TransportError(f"{self.name}: {argv[0]} timed out after {timeout} s") from None
+        except asyncio.CancelledError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            raise
+        rc = proc.returncode if proc.returncode is not None else -1
+        return RunResult(rc, out, err)
+
+    async def spawn_detached(
+        self,
+        argv: Sequence[str],
+        *,
+        log_path: str,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> int:
+        res = await self.run(spawn_args(argv, log_path, env, cwd), timeout=30)
+        return parse_spawn_output(self.name, res)
+
+    async def pid_alive(self, pid: int) -> bool:
+        try:
+            # A zombie is dead: where init does not reap (some containers), it keeps the pid forever.
+            return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+            return False
+
+    async def process_start_time(self, pid: int) -> float | None:
+        try:
+            # psutil computes starttime / CLK_TCK + btime, exactly what the remote side parses.
+            return round(float(psutil.Process(pid).create_time()), 2)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+            return None
+
+    async def kill(self, pid: int, sig: int) -> bool:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    async def process_tree_rss(self, pid: int) -> int | None:
+        def measure() -> int | None:
+            try:
+                p = psutil.Process(pid)
+                total = int(p.memory_info().rss)
+                for c in p.children(recursive=True):
+                    with contextlib.suppress(psutil.Error):
+                        total += int(c.memory_info().rss)
+                return total
+            except psutil.Error:
+                return None
+
+        return await asyncio.to_thread(measure)
+
+    # ---- files ----
+
+    async def read_file(self, path: str) -> bytes:
+        def read() -> bytes:
+            with open(path, "rb") as f:
+                return f.read()
+
+        return await asyncio.to_thread(read)
+
+    async def read_head(self, path: str, n: int) -> bytes:
+        def read() -> bytes:
+            with open(path, "rb") as f:
+                return f.read(max(0, n))
+
+        return await asyncio.to_thread(read)
+
+    async def write_file_atomic(self, path: str, data: bytes, mode: int = 0o600) -> None:
+        def write() -> None:
+            parent = os.path.dirname(path) or "."
+            os.makedirs(parent, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                    os.fchmod(f.fileno(), mode)
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+
+        await asyncio.to_thread(write)
+
+    async def stat(self, path: str) -> FileInfo | None:
+        try:
+            st = await asyncio.to_thread(os.stat, path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return FileInfo(path, st.st_size, st.st_mtime)
+
+    async def remove(self, path: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            await asyncio.to_thread(os.unlink, path)
+
+    async def rename(self, src: str, dst: str) -> None:
+        await asyncio.to_thread(os.replace, src, dst)
+
+    async def list_files(self, dirs: Sequence[str], pattern: str = "*.gguf", max_depth: int = 2) -> list[FileInfo]:
+        home, xdg = _local_env()
+        roots = [expand_template(d, home, xdg).rstrip("/") or "/" for d in dirs]
+        return await asyncio.to_thread(_walk, roots, pattern, max_depth)
+
+    async def expand(self, path: str) -> str:
+        return expand_template(path, *_local_env())
+
+    # ---- network ----
+
+    async def free_port(self) -> int:
+        used: set[int] = set()
+        for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with contextlib.suppress(OSError):
+                used |= probes.parse_proc_net_tcp(await asyncio.to_thread(_read_text, f))
+        for _ in range(50):
+            port = pick_free_port(used)
+            # Proving it by binding catches what /proc did not show (and non-Linux systems).
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError as e:
+                    if e.errno != errno.EADDRINUSE:
+                        raise
+                    used.add(port)
+                    continue
+            return port
+        raise TransportError(f"{self.name}: no free port found")
+
+    async def forward_port(self, remote_port: int) -> int:
+        return remote_port
+
+    # ---- following and measuring ----
+
+    async def tail(self, path: str, *, lines: int = 200) -> AsyncIterator[str]:
+        follower = _LocalFollower(path)
+        try:
+            for line in await asyncio.to_thread(follower.initial, lines):
+                yield line
+            while True:
+                got = await asyncio.to_thread(follower.poll)
+                for line in got:
+                    yield line
+                if not got:
+                    await asyncio.sleep(0.1)
+        finally:
+            follower.close()
+
+    async def host_stats(self) -> HostStats:
+        t = psutil.cpu_times()
+        # Our own previous sample (not psutil.cpu_percent's process-wide one), computed the way the remote is.
+        cur = probes.CpuSample(
+            round(
+                (
+                    t.user
+                    + t.nice
+                    + t.system
+                    + t.idle
+                    + getattr(t, "iowait", 0.0)
+                    + getattr(t, "irq", 0.0)
+                    + getattr(t, "softirq", 0.0)
+                    + getattr(t, "steal", 0.0)
+                )
+                * 100
+            ),
+            round((t.idle + getattr(t, "iowait", 0.0)) * 100),
+        )
+        cpu = probes.cpu_percent(self._prev_cpu, cur)
+        self._prev_cpu = cur
+        vm = psutil.virtual_memory()
+        la = os.getloadavg()
+        gpus: tuple[GpuStats, ...] = ()
+        if shutil.which("nvidia-smi"):
+            try:
+                res = await self.run(list(probes.NVIDIA_SMI_QUERY), timeout=5)
+            except TransportError:
+                res = None  # a wedged driver: show no GPUs rather than no stats
+            if res is not None and res.ok:
+                gpus = probes.parse_nvidia_smi(res.stdout.decode(errors="replace"))
+        return HostStats(
+            cpu_pct=cpu,
+            mem_used=int(vm.total - vm.available),
+            mem_total=int(vm.total),
+            load_avg=(la[0], la[1], la[2]),
+            gpus=gpus,
+        )
+
+
+def _local_env() -> tuple[str, str | None]:
+    """$HOME (the password database when unset, as a shell would) and $XDG_STATE_HOME here."""
+    return os.path.expanduser("~"), os.environ.get("XDG_STATE_HOME")
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="ascii", errors="replace") as f:
+        return f.read()
+
+
+def _walk(roots: Sequence[str], pattern: str, max_depth: int) -> list[FileInfo]:
+    """What `find -L ROOTS -maxdepth N -type f -name PATTERN` lists, deduplicated and sorted by path."""
+    found: dict[str, FileInfo] = {}
+    for root in roots:
+        seen: set[tuple[int, int]] = set()
+        todo: list[tuple[str, int]] = [(root, 1)]
+        while todo:
+            d, depth = todo.pop()
+            try:
+                st = os.stat(d)
+                if (st.st_dev, st.st_ino) in seen:  # a symlink loop
+                    continue
+                seen.add((st.st_dev, st.st_ino))
+                entries = list(os.scandir(d))
+            except OSError:
+                continue
+            for e in entries:
+                try:
+                    if e.is_dir(follow_symlinks=True):
+                        if depth < max_depth:
+                            todo.append((e.path, depth + 1))
+                    elif e.is_file(follow_symlinks=True) and fnmatch.fnmatchcase(e.name, pattern):
+                        fst = e.stat(follow_symlinks=True)
+                        found[e.path] = FileInfo(e.path, fst.st_size, fst.st_mtime)
+                except OSError:
+                    continue
+    return [found[k] for k in sorted(found)]
