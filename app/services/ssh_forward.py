@@ -1,0 +1,102 @@
+"""Local listeners for remote ports: each accepted socket is carried over a fresh ssh channel.
+
+A listener lives as long as the transport, not the connection, so the local port (and every URL built on it)
+stays the same across reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+
+import asyncssh
+
+from app.services.errors import TransportError
+
+Reader = asyncio.StreamReader | asyncssh.SSHReader[bytes]
+Writer = asyncio.StreamWriter | asyncssh.SSHWriter[bytes]
+# Opens a channel to 127.0.0.1:port on the far side, connecting first if needed.
+OpenChannel = Callable[[int], Awaitable[tuple[asyncssh.SSHReader[bytes], asyncssh.SSHWriter[bytes]]]]
+
+
+class _Forward:
+    """One local listener for one remote port."""
+
+    def __init__(self, remote_port: int) -> None:
+        self.remote_port = remote_port
+        self.server: asyncio.Server | None = None
+        self.local_port = 0
+        self.writers: set[Writer] = set()
+
+
+class PortForwards:
+    def __init__(self, open_channel: OpenChannel) -> None:
+        self._open_channel = open_channel
+        self._forwards: dict[int, _Forward] = {}
+        self._lock = asyncio.Lock()
+
+    def local_port(self, remote_port: int) -> int | None:
+        """The local port already listening for remote_port, if any."""
+        fwd = self._forwards.get(remote_port)
+        return fwd.local_port if fwd is not None else None
+
+    async def listen(self, remote_port: int) -> int:
+        """The local port for remote_port, listening from now on."""
+        async with self._lock:
+            fwd = self._forwards.get(remote_port)
+            if fwd is not None:
+                return fwd.local_port
+            fwd = _Forward(remote_port)
+
+            async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                await self._serve(fwd, reader, writer)
+
+            fwd.server = await asyncio.start_server(serve, "127.0.0.1", 0)
+            fwd.local_port = int(fwd.server.sockets[0].getsockname()[1])
+            self._forwards[remote_port] = fwd
+            return fwd.local_port
+
+    async def _serve(self, fwd: _Forward, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        fwd.writers.add(writer)
+        try:
+            try:
+                r2, w2 = await self._open_channel(fwd.remote_port)
+            except (TransportError, asyncssh.Error, OSError):
+                return  # closing the socket tells the client; it retries like any refused connection
+            fwd.writers.add(w2)
+            try:
+                up = asyncio.ensure_future(_pump(reader, w2, half_close=True))
+                await _pump(r2, writer, half_close=False)
+                up.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await up
+            finally:
+                w2.close()
+                fwd.writers.discard(w2)
+        finally:
+            fwd.writers.discard(writer)
+            writer.close()
+
+    def close(self) -> None:
+        for fwd in self._forwards.values():
+            if fwd.server is not None:
+                fwd.server.close()
+            for w in list(fwd.writers):
+                w.close()
+        self._forwards.clear()
+
+
+async def _pump(src: Reader, dst: Writer, *, half_close: bool) -> None:
+    """Copy until EOF with backpressure (drain), then pass the EOF on (or close, for the server's side)."""
+    try:
+        while True:
+            data = await src.read(65536)
+            if not data:
+                break
+            dst.write(data)
+            await dst.drain()
+        if half_close and dst.can_write_eof():
+            dst.write_eof()
+    except (OSError, asyncssh.Error, ConnectionError):
+        dst.close()
