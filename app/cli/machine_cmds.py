@@ -14,7 +14,7 @@ from app.cli.output import err, human_size
 from app.services.errors import HerdError
 from app.services.logs import LogAttributor
 from app.services.machine import Machine
-from app.services.types import ModelState
+from app.services.types import ModelState, RouterState
 
 STATUS_TIMEOUT = 10.0
 
@@ -40,17 +40,17 @@ async def machine_status(m: Machine) -> dict[str, Any]:
             await m.transport.host_stats()  # CPU % is a difference between two samples
             if m.manager is not None:
                 st = await m.manager.inspect()
-                out["router"] = st.state
+                out["router"] = st.state.value
                 out["reason"] = st.reason
                 out["log_tail"] = list(st.log_tail)
                 if st.record is not None:
                     out.update(pid=st.record.pid, port=st.record.port)
-                    if st.state == "running":
+                    if st.state is RouterState.RUNNING:
                         out["uptime_s"] = round(time.time() - st.record.started_at, 1)
                         out["rss"] = await m.transport.process_tree_rss(st.record.pid)
-                running = st.state == "running"
+                running = st.state is RouterState.RUNNING
             else:
-                out["router"] = "attached"
+                out["router"] = RouterState.ATTACHED.value
                 out["url"] = m.cfg.url
                 running = True
             await asyncio.sleep(0.3)
@@ -67,7 +67,7 @@ async def machine_status(m: Machine) -> dict[str, Any]:
                     out["models_known"] = len(models)
                     out["models_failed"] = [x.id for x in models if x.state is ModelState.FAILED]
                 except HerdError as e:
-                    out["router"] = "unreachable" if m.manager is None else out["router"]
+                    out["router"] = RouterState.UNREACHABLE.value if m.manager is None else out["router"]
                     out["reason"] = str(e)
     except TimeoutError:
         out.setdefault("connection", "unreachable")
@@ -83,7 +83,7 @@ async def machine_status(m: Machine) -> dict[str, Any]:
 def format_status(s: dict[str, Any]) -> str:
     router = s.get("router", "?")
     bits = [f"{s['machine']:<14}", f"{s.get('connection', '?'):<11}"]
-    if router == "running":
+    if router == RouterState.RUNNING:
         bits.append(f"running pid {s.get('pid')} port {s.get('port')} up {uptime(s.get('uptime_s', 0))}")
     else:
         bits.append(router)

@@ -17,6 +17,7 @@ from app.services.backoff import Backoff
 from app.services.errors import HerdError, RouterError, TransportError
 from app.services.local_transport import LocalTransport
 from app.services.logs import LogAttributor
+from app.services.model_fold import first_sight, fold_list, fold_router_gone, fold_status
 from app.services.router_api import RouterClient
 from app.services.routers import RouterManager, RouterStatus
 from app.services.ssh_transport import SshTransport
@@ -147,10 +148,10 @@ class Machine:
                     continue
                 status = await self.manager.inspect()
                 self._show_status(status)
-                if status.state == "running" and status.record is not None:
+                if status.state is RouterState.RUNNING and status.record is not None:
                     await self._stream(status.record.port)
                     continue  # the stream ended: look again at once (a kill -9 shows within a second)
-                await self._wait_poke(0.25 if status.state == "starting" else INSPECT_EVERY)
+                await self._wait_poke(0.25 if status.state is RouterState.STARTING else INSPECT_EVERY)
                 backoff.reset()
             except asyncio.CancelledError:
                 raise
@@ -163,13 +164,7 @@ class Machine:
 
     def _show_status(self, st: RouterStatus) -> None:
         rec = st.record
-        state = {
-            "running": RouterState.RUNNING,
-            "starting": RouterState.STARTING,
-            "stopped": RouterState.STOPPED,
-            "exited": RouterState.EXITED,
-            "absent": RouterState.ABSENT,
-        }[st.state]
+        state = st.state
         alive = state in (RouterState.RUNNING, RouterState.STARTING)
         self._update(
             router_state=state,
@@ -181,8 +176,7 @@ class Machine:
         )
         if not alive and any(m.state.running for m in self.models.values()):
             # Nothing runs on a router that is gone; show it rather than the last list seen.
-            self.models = {k: dataclasses.replace(m, state=ModelState.UNLOADED, progress=None)
-                           for k, m in self.models.items()}  # fmt: skip
+            self.models = fold_router_gone(self.models)
             self._models_changed()
 
     async def client_for(self, url: str) -> RouterClient:
@@ -249,43 +243,14 @@ class Machine:
 
     def _apply_list(self, models: tuple[ModelInfo, ...]) -> None:
         self.attributor.learn_models(models)
-        fresh: dict[str, ModelInfo] = {}
-        for m in models:
-            old = self.models.get(m.id)
-            if old is not None:
-                # The list has no progress and drops meta once unloaded: keep what we last knew.
-                keep: dict[str, object] = {}
-                if m.state is ModelState.LOADING and old.progress is not None:
-                    keep["progress"] = old.progress
-                for f in ("n_ctx", "n_params", "size"):
-                    if getattr(m, f) is None and getattr(old, f) is not None:
-                        keep[f] = getattr(old, f)
-                if keep:
-                    m = dataclasses.replace(m, **keep)  # type: ignore[arg-type]
-            fresh[m.id] = m
+        fresh = fold_list(self.models, models)
         if fresh != self.models:
             self.models = fresh
             self._models_changed()
 
     def _apply_status(self, ev: ModelStatusEvent) -> None:
-        old = self.models.get(ev.model) or ModelInfo(id=ev.model, state=ModelState.UNKNOWN)
-        changes: dict[str, object] = {"state": ev.status}
-        if ev.status is ModelState.LOADING:
-            changes["progress"] = ev.progress or (old.progress if old.state is ModelState.LOADING else None)
-            changes["exit_code"] = None
-            changes["failed"] = False
-        else:
-            changes["progress"] = None
-        if ev.exit_code is not None:
-            changes["exit_code"] = ev.exit_code
-            changes["failed"] = ev.exit_code != 0
-        meta = (ev.info or {}).get("meta")
-        if isinstance(meta, dict):
-            for f in ("n_ctx", "n_params", "size"):
-                v = meta.get(f)
-                if isinstance(v, int):
-                    changes[f] = v
-        new = dataclasses.replace(old, **changes)  # type: ignore[arg-type]
+        old = self.models.get(ev.model) or first_sight(ev.model)
+        new = fold_status(old, ev)
         if new != old:
             self.models[ev.model] = new
             self._models_changed()
@@ -393,7 +358,7 @@ class Machine:
             return await self.client_for(self.cfg.url)
         status = await self.manager.inspect()
         self._show_status(status)
-        if status.state != "running" or status.record is None:
+        if status.state is not RouterState.RUNNING or status.record is None:
             raise RouterError(
                 f"the router on {self.name} is not running ({status.state}"
                 + (f": {status.reason}" if status.reason else "")

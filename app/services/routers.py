@@ -23,6 +23,7 @@ from app.services.binary import HOW_TO_GET, find_llama_server
 from app.services.errors import LifecycleError, RouterError
 from app.services.router_api import RouterClient
 from app.services.transport import Transport, same_start
+from app.services.types import RouterState
 
 HEALTH_EVERY = 0.25
 HEALTH_TIMEOUT = 30.0
@@ -42,7 +43,7 @@ class RouterRecord:
     program: str
     preset: str
     log: str
-    state: str = "running"  # "starting", "running", "stopping"
+    state: RouterState = RouterState.RUNNING  # STARTING, RUNNING or STOPPING
     started_at: float = 0.0  # wall clock, for uptime
     argv: tuple[str, ...] = ()
     models_max: int | None = None
@@ -57,6 +58,7 @@ class RouterRecord:
         try:
             d: dict[str, Any] = json.loads(data)
             d["argv"] = tuple(d.get("argv", ()))
+            d["state"] = RouterState(d.get("state", RouterState.RUNNING))
             return RouterRecord(**d)
         except (ValueError, TypeError):
             return None  # a damaged record is a stale record
@@ -66,7 +68,7 @@ class RouterRecord:
 class RouterStatus:
     """What is true of a machine's router right now."""
 
-    state: str  # "running", "stopped" (on request), "exited", "absent", "starting"
+    state: RouterState  # RUNNING, STARTING, STOPPED (on request), EXITED or ABSENT
     record: RouterRecord | None = None
     reason: str = ""
     log_tail: tuple[str, ...] = ()
@@ -123,13 +125,15 @@ class RouterManager:
         """Look without changing anything: a running router, one stopped on request, one that exited, or none."""
         rec = await self.read_record()
         if rec is None:
-            return RouterStatus("absent", reason="no router has been started here")
+            return RouterStatus(RouterState.ABSENT, reason="no router has been started here")
         if await self.is_same_process(rec):
-            return RouterStatus("starting" if rec.state == "starting" else "running", rec)
-        if rec.state == "stopping":
-            return RouterStatus("stopped", rec, reason="stopped on request")
+            starting = rec.state is RouterState.STARTING
+            return RouterStatus(RouterState.STARTING if starting else RouterState.RUNNING, rec)
+        if rec.state is RouterState.STOPPING:
+            return RouterStatus(RouterState.STOPPED, rec, reason="stopped on request")
         tail = tuple(await self.log_tail(12, rec.log))
-        return RouterStatus("exited", rec, reason=f"router (pid {rec.pid}) exited without being asked", log_tail=tail)
+        why = f"router (pid {rec.pid}) exited without being asked"
+        return RouterStatus(RouterState.EXITED, rec, reason=why, log_tail=tail)
 
     async def adopt(self) -> RouterRecord | None:
         """The router from the record if it is alive, the same process, and answers /health; else None.
@@ -140,12 +144,12 @@ class RouterManager:
         if rec is None:
             return None
         if await self.is_same_process(rec):
-            if rec.state == "stopping":
+            if rec.state is RouterState.STOPPING:
                 return None  # on its way out
             if await self._healthy(rec.port):
                 return rec
             return None
-        if rec.state != "stopping":
+        if rec.state is not RouterState.STOPPING:
             await self.clear_record()
         return None
 
@@ -200,14 +204,14 @@ class RouterManager:
             raise LifecycleError(f"llama-server exited at once ({program})", await self._new_log(log, offset))
         rec = RouterRecord(
             pid=pid, start_time=start_time, port=port, program=program, preset=preset, log=log,
-            state="starting", started_at=time.time(), argv=argv, models_max=self.machine.models_max,
+            state=RouterState.STARTING, started_at=time.time(), argv=argv, models_max=self.machine.models_max,
         )  # fmt: skip
         await self.write_record(rec)
         deadline = time.monotonic() + HEALTH_TIMEOUT
         while time.monotonic() < deadline:
             # Healthy *and* still our process: on a fixed router_port, another server already there also answers.
             if await self._healthy(port) and await self.is_same_process(rec):
-                rec = replace(rec, state="running")
+                rec = replace(rec, state=RouterState.RUNNING)
                 await self.write_record(rec)
                 return rec
             # Watch the process while waiting: a taken port or an unknown flag exits within a second.
@@ -272,17 +276,17 @@ class RouterManager:
         rec = await self.read_record()
         if rec is None or not await self.is_same_process(rec):
             return await self.inspect()
-        rec = replace(rec, state="stopping")
+        rec = replace(rec, state=RouterState.STOPPING)
         await self.write_record(rec)
         t = self.transport
         await t.kill(rec.pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT
         while time.monotonic() < deadline:
             if not await self.is_same_process(rec):
-                return RouterStatus("stopped", rec, reason="stopped on request")
+                return RouterStatus(RouterState.STOPPED, rec, reason="stopped on request")
             await asyncio.sleep(0.1)
         await t.kill(rec.pid, signal.SIGKILL)
-        return RouterStatus("stopped", rec, reason="stopped on request (killed after a 15 s grace period)")
+        return RouterStatus(RouterState.STOPPED, rec, reason="stopped on request (killed after a 15 s grace period)")
 
     # ---- logs ----
 
