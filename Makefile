@@ -20,7 +20,8 @@ install-test:
 lint:
 	$(PYTHON) -m ruff check app tests bench
 	$(PYTHON) -m mypy app
-	lint-imports
+	@# lint-imports, through $(PYTHON): its console script may not be on PATH before a pyenv rehash
+	$(PYTHON) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()'
 
 test: install-test lint
 	$(PYTHON) -m pytest -q -p no:cacheprovider
