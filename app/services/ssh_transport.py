@@ -4,6 +4,8 @@ SFTP session and log tail.
 Nothing on the far side is assumed beyond a POSIX shell, coreutils/findutils and /proc (and llama-server):
 no python3, no agent of ours. Every command is an argv list joined with shlex.quote; where a shell script is
 needed it is a constant and user values reach it only as positional parameters ("$1", "$2", ...).
+
+The connection is kept up by ssh_link.py (host-key policy in ssh_hostkeys.py); port forwards are ssh_forward.py.
 """
 
 from __future__ import annotations
