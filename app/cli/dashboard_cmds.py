@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 from app.cli.output import err
+from app.cli.wording import say
 from app.config import Config
 from app.demo import Traffic, demo_dir, prepare_and_start, stop_routers
 from app.services.errors import HerdError
@@ -29,7 +30,7 @@ def cmd_demo(config: Config, args: argparse.Namespace) -> int:
     try:
         demo_config, started = asyncio.run(prepare_and_start(root))
     except HerdError as e:
-        err(f"the demo could not start: {e}")
+        err(f"the demo could not start: {say(e)}")
         return 1
     adopted = len(demo_config.machines) - len(started)
     if adopted:

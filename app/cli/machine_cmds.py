@@ -11,6 +11,7 @@ from typing import Any
 
 from app.cli.context import CliContext
 from app.cli.output import err, human_size
+from app.cli.wording import say
 from app.services.errors import HerdError
 from app.services.logs import LogAttributor
 from app.services.machine import Machine
@@ -68,7 +69,7 @@ async def machine_status(m: Machine) -> dict[str, Any]:
                     out["models_failed"] = [x.id for x in models if x.state is ModelState.FAILED]
                 except HerdError as e:
                     out["router"] = RouterState.UNREACHABLE.value if m.manager is None else out["router"]
-                    out["reason"] = str(e)
+                    out["reason"] = say(e)
     except TimeoutError:
         out.setdefault("connection", "unreachable")
         out["reason"] = f"no answer within {STATUS_TIMEOUT:.0f} s"
@@ -76,7 +77,7 @@ async def machine_status(m: Machine) -> dict[str, Any]:
         out.setdefault("connection", m.transport.state.value)
         if out.get("connection") != "local":
             out["connection"] = "unreachable"
-        out["reason"] = str(e)
+        out["reason"] = say(e)
     return out
 
 
@@ -125,7 +126,7 @@ async def cmd_start(ctx: CliContext, args: argparse.Namespace) -> int:
         try:
             rec, started = await manager.start()
         except HerdError as e:
-            err(f"could not start the router on {m.name}: {e}")
+            err(f"could not start the router on {m.name}: {say(e)}")
             return 1
         took = time.monotonic() - t0
     verb = f"started in {took:.1f} s" if started else "already running (adopted)"

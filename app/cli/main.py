@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from app.cli import dashboard_cmds, machine_cmds, preset_cmds, router_cmds
 from app.cli.context import CliContext
 from app.cli.output import err
+from app.cli.wording import say
 from app.config import load_config, resolve_config_path
 from app.errors import ConfigError, HerdError
 
@@ -54,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         err(str(e))
         return 2
     except HerdError as e:
-        err(str(e))
+        err(say(e))
         return 1
 
 

@@ -10,7 +10,7 @@ from app.cli.context import CliContext
 from app.cli.output import err
 from app.services import model_files
 from app.services.discovery import DiscoveredModel, classify
-from app.services.errors import PresetError
+from app.services.errors import PresetError, SectionExists
 from app.services.machine import Machine
 from app.services.preset_store import (
     Edit,
@@ -123,7 +123,11 @@ async def cmd_add(ctx: CliContext, args: argparse.Namespace) -> int:
         model = await _discover(m, args.path)
         section = await model_files.new_section(m.transport, model)
         name = args.name or model.name
-        return await _run_edit(m, lambda known: add_section(name, section, known), args.dry_run)
+        try:
+            return await _run_edit(m, lambda known: add_section(name, section, known), args.dry_run)
+        except SectionExists as e:
+            err(f"{e}; choose another name with --name")
+            return 1
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

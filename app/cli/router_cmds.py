@@ -8,6 +8,7 @@ import sys
 
 from app.cli.context import CliContext
 from app.cli.output import err, event_json, models_table, to_jsonable
+from app.cli.wording import say
 from app.services.errors import HerdError
 from app.services.loading import ensure_loaded
 
@@ -31,7 +32,7 @@ async def cmd_load(ctx: CliContext, args: argparse.Namespace) -> int:
         try:
             info = await ensure_loaded(r.client, args.model, timeout=args.timeout, log_tail=r.model_log_tail)
         except HerdError as e:
-            err(str(e))
+            err(say(e))
             return 1
     ctx_text = f" (n_ctx {info.n_ctx})" if info and info.n_ctx else ""
     print(f"{args.model}: loaded{ctx_text}")

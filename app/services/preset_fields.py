@@ -285,7 +285,7 @@ def field_for(key: str) -> PresetField | None:
 
 def _refuse(field: PresetField | None, key: str, why: str) -> PresetError:
     name = f"{field.label} ({field.key})" if field else key
-    return PresetError(f"{name}: {why}")
+    return PresetError(f"{name}: {why}", key=key, field=field.key if field else None)
 
 
 def validate_value(field_or_key: PresetField | str, value: str) -> str:
@@ -362,7 +362,9 @@ def validate_key(key: str, known_keys: frozenset[str] | None = None) -> str:
     check_key(key)
     if known_keys is not None and key not in known_keys and key not in PRESET_ONLY_KEYS:
         raise PresetError(
-            f"key {key!r} is not an option of this llama-server: one unknown key makes the router refuse the whole file"
+            f"key {key!r} is not an option of this llama-server: "
+            "one unknown key makes the router refuse the whole file",
+            key=key,
         )
     return key
 
@@ -415,7 +417,8 @@ def resolve_mmproj(value: str, model_path: str | None) -> str:
     if not model_path or "/" not in model_path:
         raise PresetError(
             f"Projector (mmproj): {value!r} is a bare file name, meant to sit beside the model's weights, but this "
-            "section does not name the model file: give the projector's full path"
+            "section does not name the model file: give the projector's full path",
+            field="mmproj",
         )
     return posixpath.join(posixpath.dirname(model_path), value)
 
@@ -503,7 +506,7 @@ def apply_form(
     for key, raw in form.items():
         field = FIELDS_BY_KEY.get(key)
         if field is None:
-            raise PresetError(f"{key!r} is not a field of the settings form")
+            raise PresetError(f"{key!r} is not a field of the settings form", key=key)
         value = validate_value(field, raw)
         for other in field.synonyms + field.negatives:
             out.pop(other, None)

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from app.services.errors import PresetError, RouterError
+from app.services.errors import PresetError, RouterError, SectionExists
 from app.services.machine import Machine
 from app.services.preset_fields import (
     known_keys_from_help,
@@ -208,7 +208,7 @@ def add_section(section: str, values: Mapping[str, str], known: frozenset[str] |
 
     def edit(doc: PresetDoc) -> PresetDoc:
         if doc.has_section(section):
-            raise PresetError(f"section [{section}] already exists; choose another name with --name")
+            raise SectionExists(section)
         return doc.add_section(section, checked)
 
     return edit

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from app.services.errors import PresetError
+from app.services.errors import PresetError, SectionExists
 
 GLOBAL_SECTION = "*"
 """`[*]`: cascaded under every model of every source (INI, models-dir, cache)."""
@@ -303,7 +303,7 @@ class PresetDoc:
         check_section_name(section)
         wanted = _checked_mapping(mapping)
         if self.has_section(section) or any(block.name == section for block in self.blocks):
-            raise PresetError(f"section [{section}] already exists")
+            raise SectionExists(section)
         eol = self.line_ending()
         blocks = list(self.blocks)
         last = list(blocks[-1].lines)
@@ -378,7 +378,9 @@ def _insert_line(lines: list[Line], after: int, text: str, eol: str) -> list[Lin
 
 def check_key(key: str) -> str:
     if not _KEY_RE.fullmatch(key):
-        raise PresetError(f"key {key!r}: a key is a letter or '_' followed by letters, digits, '_', '.' or '-'")
+        raise PresetError(
+            f"key {key!r}: a key is a letter or '_' followed by letters, digits, '_', '.' or '-'", key=key
+        )
     return key
 
 

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from app.config import MachineConfig
-from app.services.binary import HOW_TO_GET, find_llama_server
+from app.services.binary import find_llama_server, program_not_found
 from app.services.errors import LifecycleError, RouterError
 from app.services.router_api import RouterClient
 from app.services.transport import Transport, same_start
@@ -233,7 +233,7 @@ class RouterManager:
         if self.transport.is_local:
             found = find_llama_server()
             if found is None:
-                raise LifecycleError(HOW_TO_GET)
+                raise program_not_found()
             return found
         return "llama-server"  # on the remote PATH
 

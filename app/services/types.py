@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from app.services.errors import HerdError
+
 
 class ModelState(StrEnum):
     """`status.value` as the router reports it, plus FAILED (unloaded with a non-zero exit code)."""
@@ -300,3 +302,7 @@ class Problem(FleetEvent):
 
     message: str
     model: str | None = None
+    action: str = ""
+    """What was being done ("start router on box"), where the failure is one of a command."""
+    error: HerdError | None = None
+    """The typed failure behind `message`, where there is one: a front end may word it its own way."""

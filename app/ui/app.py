@@ -52,7 +52,7 @@ class ProgramFleet(Protocol):
     """Optional: a fleet that can say, before any start, whether a machine has llama-server (its path, or None).
 
     Looking for the binary is file work, so the UI never does it itself; without this method it learns the answer
-    from the refusal of a start (the LifecycleError that carries HOW_TO_GET).
+    from the refusal of a start (a ProgramNotFound).
     """
 
     async def llama_server_found(self, machine: str) -> str | None: ...
@@ -582,7 +582,7 @@ class HerdApp(App[int]):
             try:
                 await call()
             except HerdError as e:
-                self.state.note_problem(machine, f"{what}: {e}", model)
+                self.state.note_problem(machine, f"{what}: {e}", model, action=what, error=e)
                 self.machines.update_machine(self.state.get(machine))
                 self._paint_hint()
                 self.notify_error(str(e), f"could not {what}")

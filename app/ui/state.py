@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from app.services.binary import HOW_TO_GET
+from app.services.errors import HerdError, ProgramNotFound
 from app.services.types import (
     Connection,
     FleetEvent,
@@ -27,7 +27,6 @@ from app.services.types import (
 
 CPU_WINDOW = 60.0  # seconds of CPU history behind the sparkline
 CPU_SAMPLES = 120  # hard cap, whatever the sampling rate
-NOT_FOUND = HOW_TO_GET.split(":", 1)[0]  # "llama-server was not found", the start of every such refusal
 
 
 @dataclass
@@ -119,18 +118,22 @@ class HerdState:
             elif isinstance(ev, LogLines):
                 logs.append((ev.machine, ev.lines))
             elif isinstance(ev, Problem):
-                self.note_problem(ev.machine, ev.message, ev.model)
+                self.note_problem(ev.machine, ev.message, ev.model, action=ev.action, error=ev.error)
                 problems.append(ev)
                 cards.add(ev.machine)
         return Changes(frozenset(cards), frozenset(models), tuple(logs), tuple(problems))
 
-    def note_problem(self, machine: str, message: str, model: str | None = None) -> None:
+    def note_problem(
+        self, machine: str, message: str, model: str | None = None, *, action: str = "", error: HerdError | None = None
+    ) -> None:
+        """Keep the first line of `message` on the card; `action` and `error` (what was done, the typed failure)
+        let a known failure be worded here instead."""
         st = self.get(machine)
         first = message.strip().splitlines()[0] if message.strip() else "failed"
-        if NOT_FOUND in first:
+        if isinstance(error, ProgramNotFound):
             # The how-to is several lines; the card says what is wrong and the pane's hint says the rest.
             st.missing_program = True
-            first = f"{first.split(NOT_FOUND, 1)[0]}{NOT_FOUND}"
+            first = f"{action}: {error.program} was not found" if action else f"{error.program} was not found"
         st.problem = first.replace(f" on {machine}", "")  # the card is the machine already
         st.problem_model = model
 

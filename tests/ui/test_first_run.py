@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from app.config import Config, MachineConfig
-from app.services.binary import HOW_TO_GET
+from app.services.binary import HOW_TO_GET, program_not_found
 from app.services.fleet import Fleet
 from app.services.routers import EMPTY_PRESET
 from app.services.types import Connection, MachineChanged, MachineView, RouterState
@@ -165,7 +165,8 @@ async def test_a_fleet_that_can_look_is_asked_before_any_start(home: Path, found
 
 def test_the_missing_program_is_noted_once_and_cleared_by_a_running_router() -> None:
     state = HerdState(["local"])
-    state.note_problem("local", f"start router on local: {HOW_TO_GET}")
+    action = "start router on local"
+    state.note_problem("local", f"{action}: {HOW_TO_GET}", action=action, error=program_not_found())
     st = state.get("local")
     assert st.missing_program and st.problem == "start router: llama-server was not found"
     running = MachineView("local", "local", Connection.LOCAL, router_state=RouterState.RUNNING)
