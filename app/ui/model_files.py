@@ -10,44 +10,53 @@ missing is marked and cannot be added, since the server would fail to load it.
 
 from __future__ import annotations
 
-import posixpath
-import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from enum import StrEnum
 from typing import ClassVar, Protocol, runtime_checkable
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Static
 
 from app.config import Config
 from app.services.discovery import DiscoveredModel, Discovery
-from app.services.errors import HerdError, PresetError, RouterError
-from app.services.preset_store import (
-    Edit,
-    PresetConflict,
-    PresetPlan,
-    PresetResult,
-    PresetSnapshot,
-    add_section,
-)
-from app.services.types import FileInfo
-from app.ui.format import BAD, BUSY, DIM, IDLE, OK, human_bytes
-from app.ui.preset_form import diff_text
-from app.ui.preset_outcome import conflict_head, not_reloaded, summary
+from app.services.errors import HerdError, PresetError, SectionExists
+from app.services.preset_store import PresetConflict, PresetPlan, PresetResult, PresetSnapshot, add_section
+from app.ui.file_rows import FileRow, base_dir, file_rows, preset_sections, shown_path
+from app.ui.format import BAD, BUSY, DIM, human_bytes
+from app.ui.preset_review import PresetReview, add_head
+from app.ui.preset_write import PresetFleet, conflict_head, known_keys, write_preset
 
 NO_DIRS = "no models_dirs in config.toml for this machine"
-_SHARD = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
 GROUP = "model-files"
 
 
+class FilesMode(StrEnum):
+    LOADING = "loading"
+    FILES = "files"
+    EMPTY = "empty"
+    NAMING = "naming"
+    REVIEW = "review"
+    CONFLICT = "conflict"
+
+
+_ENABLED: dict[str, frozenset[FilesMode]] = {
+    "add": frozenset({FilesMode.FILES}),
+    "add_as": frozenset({FilesMode.FILES}),
+    "rescan": frozenset({FilesMode.FILES, FilesMode.EMPTY}),
+    "write": frozenset({FilesMode.REVIEW}),
+    "close": frozenset({FilesMode.LOADING, FilesMode.FILES, FilesMode.EMPTY}),
+    "back": frozenset({FilesMode.NAMING, FilesMode.REVIEW, FilesMode.CONFLICT}),
+}
+"""The modes in which each of the screen's actions applies (an action not listed applies in every mode)."""
+
+
 @runtime_checkable
-class ModelFilesFleet(Protocol):
-    """What the files screen needs of app.services.fleet.Fleet."""
+class ModelFilesFleet(PresetFleet, Protocol):
+    """What the files screen needs of app.services.fleet.Fleet: the editor's needs, and the files."""
 
     @property
     def config(self) -> Config: ...
@@ -55,149 +64,6 @@ class ModelFilesFleet(Protocol):
     async def discover_models(self, machine: str) -> Discovery: ...
 
     async def new_section(self, machine: str, model: DiscoveredModel) -> dict[str, str]: ...
-
-    async def read_preset(self, machine: str) -> PresetSnapshot: ...
-
-    async def preset_known_keys(self, machine: str) -> frozenset[str]: ...
-
-    async def plan_preset(self, machine: str, edit: Edit, snapshot: PresetSnapshot | None = None) -> PresetPlan: ...
-
-    async def apply_preset(self, machine: str, plan: PresetPlan) -> PresetResult: ...
-
-
-@dataclass(frozen=True)
-class FileRow:
-    """One row of the table: a model (every part of it), a projector or a draft head."""
-
-    key: str
-    path: str  # the file shown: a model's first part
-    size: int
-    role: Text
-    section: Text
-    beside: Text
-    model: DiscoveredModel | None = None
-    why_not: str = ""  # why it cannot be added; "" for a model that can
-
-    @property
-    def addable(self) -> bool:
-        return self.model is not None and not self.why_not
-
-
-def base_dir(files: Iterable[FileInfo]) -> str:
-    """The directory every listed file is under: paths in the table are shown relative to it."""
-    dirs = [posixpath.dirname(f.path) for f in files]
-    if not dirs:
-        return ""
-    try:
-        return posixpath.commonpath(dirs)
-    except ValueError:  # absolute and relative paths mixed
-        return ""
-
-
-def shown_path(path: str, base: str) -> str:
-    return posixpath.relpath(path, base) if base and path.startswith(base.rstrip("/") + "/") else path
-
-
-def parts_total(model: DiscoveredModel) -> int:
-    """How many parts the first part's name says the model has (1 for a single file)."""
-    m = _SHARD.search(posixpath.basename(model.path))
-    return int(m.group(2)) if m else 1
-
-
-def preset_sections(snapshot: PresetSnapshot | None) -> tuple[frozenset[str], dict[str, list[str]]]:
-    """Section names of the preset, and for each `model = path` the sections that load that file."""
-    if snapshot is None:
-        return frozenset(), {}
-    doc = snapshot.doc
-    names = doc.section_names()
-    by_path: dict[str, list[str]] = {}
-    for name in names:
-        path = (doc.get(name) or {}).get("model")
-        if path:
-            by_path.setdefault(path, []).append(name)
-    return frozenset(names), by_path
-
-
-def file_rows(discovery: Discovery, snapshot: PresetSnapshot | None) -> list[FileRow]:
-    """The table's rows: each model, then beside it its projectors and draft heads, ordered by directory."""
-    names, by_path = preset_sections(snapshot)
-    models = discovery.models
-
-    def users(path: str, kind: str) -> list[str]:
-        if kind == "projector":
-            return [m.name for m in models if m.mmproj == path or path in m.mmproj_candidates]
-        return [m.name for m in models if m.draft == path]
-
-    rows: list[tuple[tuple[str, int, str], FileRow]] = []
-    for m in models:
-        rows.append(((posixpath.dirname(m.path), 0, m.path), _model_row(m, names, by_path)))
-    for kind, files in (("projector", discovery.projectors), ("draft", discovery.drafts)):
-        for f in files:
-            row = _companion_row(f, kind, users(f.path, kind))
-            rows.append(((posixpath.dirname(f.path), 1 if kind == "projector" else 2, f.path), row))
-    covered = {p for m in models for p in m.parts} | {f.path for f in (*discovery.projectors, *discovery.drafts)}
-    for f in discovery.files:
-        if f.path not in covered:  # nothing the grouping placed: shown as it is, never offered
-            why = f"{posixpath.basename(f.path)} is not a model file llamaherd recognises."
-            row = FileRow(f"file:{f.path}", f.path, f.size, Text("other", style=DIM), Text(), Text(), why_not=why)
-            rows.append(((posixpath.dirname(f.path), 3, f.path), row))
-    return [row for _, row in sorted(rows, key=lambda r: r[0])]
-
-
-def _model_row(m: DiscoveredModel, names: frozenset[str], by_path: dict[str, list[str]]) -> FileRow:
-    total = parts_total(m)
-    why = ""
-    if not m.complete:
-        role = Text(f"model, {len(m.parts)} of {total} parts, incomplete", style=f"bold {BAD}")
-        why = (
-            f"{m.name} is missing parts ({len(m.parts)} of {total} found): "
-            "the server cannot load it until every part is there."
-        )
-    elif len(m.parts) > 1:
-        role = Text(f"model, {len(m.parts)} parts", style="bold")
-    else:
-        role = Text("model", style="bold")
-    section = Text(m.name)
-    if m.name in names:
-        section.append("  in preset", style=OK)
-    else:
-        others = [s for s in by_path.get(m.path, []) if s != m.name]
-        if others:
-            section.append(f"  in preset as {', '.join(f'[{s}]' for s in others)}", style=IDLE)
-    beside = Text()
-    if m.mmproj:
-        beside.append("projector ", style=DIM)
-        beside.append(posixpath.basename(m.mmproj))
-        if m.mmproj_candidates:
-            beside.append(f" (1 of {len(m.mmproj_candidates)})", style=DIM)
-    if m.draft:
-        if beside:
-            beside.append(", ", style=DIM)
-        beside.append("draft ", style=DIM)
-        beside.append(posixpath.basename(m.draft))
-    return FileRow(f"model:{m.path}", m.path, m.size, role, section, beside, model=m, why_not=why)
-
-
-def _companion_row(f: FileInfo, kind: str, with_models: list[str]) -> FileRow:
-    name = posixpath.basename(f.path)
-    listed = ", ".join(with_models)
-    if kind == "projector":
-        role = Text("projector", style=IDLE)
-        beside = Text(f"with {listed}") if with_models else Text("no model beside it", style=DIM)
-        why = (
-            f"{name} is a projector: it is loaded with {listed} (its mmproj), not as a model of its own."
-            if with_models
-            else f"{name} is a projector, not a model: a server started on it cannot load it."
-        )
-    else:
-        role = Text("draft head", style=IDLE)
-        beside = Text(f"draft for {listed}") if with_models else Text("no model beside it", style=DIM)
-        why = (
-            f"{name} is a draft head: it speeds up {listed} (its model-draft), not a model of its own."
-            if with_models
-            else f"{name} is a draft head, not a model: it drafts for a model beside it."
-        )
-    return FileRow(f"file:{f.path}", f.path, f.size, role, Text("-", style=DIM), beside, why_not=why)
 
 
 class ModelFilesScreen(ModalScreen[PresetResult | None]):
@@ -229,8 +95,6 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
     ModelFilesScreen #mf-naming { height: 1; padding: 0 1; }
     ModelFilesScreen #mf-naming-label { width: auto; }
     ModelFilesScreen #mf-name { width: 1fr; }
-    ModelFilesScreen #mf-review { height: 1fr; padding: 0 1; }
-    ModelFilesScreen #mf-review-head { height: auto; margin-bottom: 1; }
     """
 
     def __init__(self, fleet: ModelFilesFleet, machine: str) -> None:
@@ -245,7 +109,7 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
         self.plan: PresetPlan | None = None
         self.section = ""  # the section being added
         self.naming_model: DiscoveredModel | None = None
-        self.mode = "loading"  # loading | files | empty | naming | review | conflict
+        self.mode = FilesMode.LOADING
         self.busy = False
         self._error_row: str | None = None  # the row a refusal was about: moving off it clears the refusal
 
@@ -263,9 +127,7 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
                 with Horizontal(id="mf-naming"):
                     yield Static("Add as section (enter adds, escape cancels): ", id="mf-naming-label")
                     yield Input(placeholder="section name", compact=True, id="mf-name")
-            with VerticalScroll(id="mf-review"):
-                yield Static(id="mf-review-head")
-                yield Static(id="mf-diff")
+            yield PresetReview(id="mf-review")
         yield Footer()
 
     @property
@@ -298,7 +160,7 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
     @work(exclusive=True, group=GROUP)
     async def load(self) -> None:
         keep = self.current_row()  # a rescan keeps the cursor on the same file
-        self._set_mode("loading")
+        self._set_mode(FilesMode.LOADING)
         try:
             self.dirs = tuple(self.fleet.config.machine(self.machine).models_dirs)
         except HerdError as e:
@@ -312,19 +174,15 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
         except HerdError as e:
             self._show_empty(f"Cannot list the files of {self.machine}: {e}")
             return
-        warnings = []
+        warning = ""
         try:
             self.snapshot = await self.fleet.read_preset(self.machine)
         except HerdError as e:
             self.snapshot = None
-            warnings.append(f"Cannot read the preset of {self.machine}: {e}")
+            warning = f"Cannot read the preset of {self.machine}: {e}"
         if self.snapshot is not None:
-            try:
-                self.known = await self.fleet.preset_known_keys(self.machine)
-            except HerdError as e:
-                self.known = None
-                warnings.append(f"Keys are not checked against this llama-server's options: {e}")
-        self._show_warning("\n".join(warnings))
+            self.known, warning = await known_keys(self.fleet, self.machine)
+        self._show_warning(warning)
         self.discovery = discovery
         self._fill(keep=keep.key if keep else None)
 
@@ -355,7 +213,7 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
         table.display = True
         if keep is not None and keep in self.rows:
             table.move_cursor(row=table.get_row_index(keep), animate=False)
-        self._set_mode("files")
+        self._set_mode(FilesMode.FILES)
         table.focus()
         self._show_hint()
 
@@ -365,35 +223,26 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
         empty.display = True
         self.table.display = False
         self.query_one("#mf-hint").display = False
-        self._set_mode("empty")
+        self._set_mode(FilesMode.EMPTY)
 
     # ---- state ----
 
-    def _set_mode(self, mode: str) -> None:
+    def _set_mode(self, mode: FilesMode) -> None:
         self.mode = mode
         self.refresh_bindings()
 
     def current_row(self) -> FileRow | None:
         table = self.table
-        if self.mode not in ("files", "naming") or not table.row_count:
+        if self.mode not in (FilesMode.FILES, FilesMode.NAMING) or not table.row_count:
             return None
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         return self.rows.get(key or "")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("add", "add_as"):
-            return self.mode == "files"
-        if action == "rescan":
-            return self.mode in ("files", "empty")
-        if action == "write":
-            return self.mode == "review"
-        if action == "close":
-            return self.mode in ("loading", "files", "empty")
-        if action == "back":
-            return self.mode in ("naming", "review", "conflict")
-        return True
+        modes = _ENABLED.get(action)
+        return True if modes is None else self.mode in modes
 
-    def _show_error(self, message: str | Text, style: str = BAD) -> None:
+    def show_error(self, message: str | Text, style: str = BAD) -> None:
         row = self.current_row() if message else None
         self._error_row = row.key if row else None
         error = self.query_one("#mf-error", Static)
@@ -428,7 +277,7 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
     def _row_moved(self) -> None:
         row = self.current_row()
         if self._error_row is not None and (row is None or row.key != self._error_row):
-            self._show_error("")
+            self.show_error("")
         self._show_hint()
 
     # ---- adding ----
@@ -439,13 +288,13 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
 
     def _model_to_add(self) -> DiscoveredModel | None:
         """The model under the cursor when it can be added now; otherwise None (saying why when it cannot)."""
-        if self.mode != "files" or self.busy:
+        if self.mode is not FilesMode.FILES or self.busy:
             return None
         row = self.current_row()
         if row is None:
             return None
         if not row.addable or row.model is None:
-            self._show_error(f"Cannot add: {row.why_not}", style=BUSY)
+            self.show_error(f"Cannot add: {row.why_not}", style=BUSY)
             return None
         return row.model
 
@@ -463,17 +312,17 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
         name = self.query_one("#mf-name", Input)
         name.value = model.name
         name.cursor_position = len(name.value)
-        self._set_mode("naming")
+        self._set_mode(FilesMode.NAMING)
         name.focus()
 
     @on(Input.Submitted, "#mf-name")
     def _name_given(self, event: Input.Submitted) -> None:
         model = self.naming_model
-        if self.mode != "naming" or model is None or self.busy:
+        if self.mode is not FilesMode.NAMING or model is None or self.busy:
             return
         name = event.value.strip()
         if not name:
-            self._show_error("Not added: a section name is needed.")
+            self.show_error("Not added: a section name is needed.")
             return
         self._end_naming()
         self.add(model, name)
@@ -481,34 +330,36 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
     def _end_naming(self) -> None:
         self.naming_model = None
         self.query_one("#mf-naming").display = False
-        self._set_mode("files")
+        self._set_mode(FilesMode.FILES)
         self.table.focus()
 
     @work(exclusive=True, group=GROUP)
     async def add(self, model: DiscoveredModel, name: str) -> None:
         """Plan `[name]` for the model against the file as it is now, then show the diff."""
         self.busy = True
-        self._show_error("")
+        self.show_error("")
         try:
             section = await self.fleet.new_section(self.machine, model)
             edit = add_section(name, section, self.known)
             plan = await self.fleet.plan_preset(self.machine, edit)  # read afresh: the refusal is the file's
         except PresetError as e:
-            self._show_error(f"Not added: {_ui_words(str(e))} Nothing was written.")
+            # the service's words, but for a name already taken: here another is given with n, not --name
+            said = f"{e}; n adds it under another name" if isinstance(e, SectionExists) else str(e)
+            self.show_error(f"Not added: {said.rstrip('.')}. Nothing was written.")
             await self._reread_preset()
             return
         except HerdError as e:
-            self._show_error(f"Not added: {e}")
+            self.show_error(f"Not added: {e}")
             return
         finally:
             self.busy = False
         self.snapshot = plan.snapshot
         if plan.no_change:
-            self._show_error("Nothing to add: the file would be the same; nothing is written.", style=BUSY)
+            self.show_error("Nothing to add: the file would be the same; nothing is written.", style=BUSY)
             return
         self.plan = plan
         self.section = name
-        self._to_review(self._review_head(plan), plan.diff, "review")
+        self._to_review(add_head(self.section, plan), plan.diff, FilesMode.REVIEW)
 
     async def _reread_preset(self) -> None:
         """After a refusal or a conflict, mark the sections as the preset has them now ("in preset")."""
@@ -526,92 +377,50 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
                 table.update_cell(r.key, "section", r.section)
         self._show_hint()
 
-    def _review_head(self, plan: PresetPlan) -> Text:
-        head = Text.assemble(("Add ", "bold"), (f"[{self.section}]", "bold"), (f" to {plan.snapshot.path}?\n", "bold"))
-        if not plan.router_running:
-            head.append("The router is not running: it reads the file when it starts.\n", style=DIM)
-        elif plan.will_unload:
-            head.append(f"The router reloads; that unloads: {', '.join(plan.will_unload)}\n", style=BUSY)
-        else:
-            head.append("The router reloads; no loaded model is affected.\n", style=OK)
-        head.append("enter writes, escape goes back to the files.", style=DIM)
-        return head
-
-    def _to_review(self, head: Text, diff: str, mode: str) -> None:
-        self.query_one("#mf-review-head", Static).update(head)
-        self.query_one("#mf-diff", Static).update(diff_text(diff))
+    def _to_review(self, head: Text, diff: str, mode: FilesMode) -> None:
         self.query_one("#mf-switcher", ContentSwitcher).current = "mf-review"
-        review = self.query_one("#mf-review", VerticalScroll)
-        review.scroll_home(animate=False)
-        review.focus()
+        self.query_one(PresetReview).show(head, diff)
         self._set_mode(mode)
 
     def _to_files(self) -> None:
         self.plan = None
         self.query_one("#mf-switcher", ContentSwitcher).current = "mf-files"
-        self._set_mode("files")
+        self._set_mode(FilesMode.FILES)
         self.table.focus()
         self._show_hint()
 
     def action_write(self) -> None:
-        if self.mode == "review" and self.plan is not None and not self.busy:
+        if self.mode is FilesMode.REVIEW and self.plan is not None and not self.busy:
             self.write(self.plan)
 
     @work(exclusive=True, group=GROUP)
     async def write(self, plan: PresetPlan) -> None:
-        self.busy = True
-        try:
-            result = await self.fleet.apply_preset(self.machine, plan)
-        except PresetConflict as e:
-            head = conflict_head(("escape", "goes back to the files; adding again reads the file afresh"))
-            self._to_review(head, e.diff, "conflict")
-            return
-        except RouterError as e:
-            self.app.notify(
-                not_reloaded(f"Added [{self.section}] to {plan.snapshot.path}", e),
-                title=f"preset of {self.machine}",
-                severity="warning",
-            )
-            self.dismiss(None)
-            return
-        except HerdError as e:
-            self._show_error(f"Not written: {e}")
-            return
-        finally:
-            self.busy = False
-        self.app.notify(self.summary(result), title=f"preset of {self.machine}")
-        self.dismiss(result)
+        await write_preset(self, plan, f"Added [{self.section}] to {plan.snapshot.path}")
 
-    def summary(self, result: PresetResult) -> str:
-        return summary(f"Added [{self.section}] to {result.plan.snapshot.path}", result)
+    def show_conflict(self, conflict: PresetConflict) -> None:
+        head = conflict_head(("escape", "goes back to the files; adding again reads the file afresh"))
+        self._to_review(head, conflict.diff, FilesMode.CONFLICT)
 
     # ---- leaving ----
 
     def action_back(self) -> None:
         if self.busy:
             return
-        if self.mode == "naming":
+        if self.mode is FilesMode.NAMING:
             self._end_naming()
             self._show_hint()
-        elif self.mode in ("review", "conflict"):
-            conflict = self.mode == "conflict"
+        elif self.mode in (FilesMode.REVIEW, FilesMode.CONFLICT):
+            conflict = self.mode is FilesMode.CONFLICT
             self._to_files()
             if conflict:
                 self.run_worker(self._reread_preset(), group=GROUP, exclusive=True)
 
     def action_close(self) -> None:
-        if self.mode in ("loading", "files", "empty"):
+        if self.mode in _ENABLED["close"]:
             self.workers.cancel_group(self, GROUP)
             self.dismiss(None)
 
     def action_rescan(self) -> None:
-        if self.mode in ("files", "empty") and not self.busy:
-            self._show_error("")
+        if self.mode in _ENABLED["rescan"] and not self.busy:
+            self.show_error("")
             self.load()
-
-
-def _ui_words(message: str) -> str:
-    """A service refusal in this screen's words: its `--name` is the command line's; here it is `n`."""
-    return message.replace("choose another name with --name", "n adds it under another name") + (
-        "" if message.endswith(".") else "."
-    )
