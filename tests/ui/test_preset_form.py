@@ -347,3 +347,26 @@ def test_snapshot_diff(snap_compare: Any, snap_fleet: Fleet) -> None:
         await pilot.pause(0.1)
 
     assert snap_compare(FormHost(snap_fleet, "alpha", close_fleet=True), terminal_size=SIZE, run_before=to_diff)
+
+
+async def test_a_bad_value_already_in_the_file_is_refused_on_its_own_field_when_saving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    preset = tmp_path / "models.ini"
+    preset.write_text(preset_text({"alpha": tmp_path / "alpha.gguf"}, {"alpha": {"ctk": "bogus"}}))
+    before = preset.read_bytes()
+    fleet = make_fleet(preset, str(tmp_path / "no-llama-server"))
+    host = FormHost(fleet, "alpha")
+    try:
+        async with host.run_test(size=SIZE) as pilot:
+            form = await opened(host, pilot)
+            form.query_one("#field-stop-timeout", Input).focus()
+            await pilot.press("5", "ctrl+s")  # another field changed: the whole section is checked on save
+            await pilot.pause()
+            assert "Not saved: KV cache type K (cache-type-k): 'bogus' is not one of" in screen_text(host)
+            cache_k = form.query_one("#field-cache-type-k")
+            assert form.mode == "form" and cache_k.has_class("pf-bad") and host.focused is cache_k
+    finally:
+        await fleet.close()
+    assert preset.read_bytes() == before
