@@ -151,3 +151,14 @@ def _companion_row(f: FileInfo, kind: str, with_models: list[str]) -> FileRow:
             else f"{name} is a draft head, not a model: it drafts for a model beside it."
         )
     return FileRow(f"file:{f.path}", f.path, f.size, role, Text("-", style=DIM), beside, why_not=why)
+
+
+def row_hint(row: FileRow, snapshot: PresetSnapshot | None) -> str:
+    """What the keys do with the row under the cursor, or why it cannot be added."""
+    if row.why_not or row.model is None:
+        return row.why_not
+    name = row.model.name
+    names, _ = preset_sections(snapshot)
+    if name in names:
+        return f"[{name}] is already in the preset; n adds this file under another name."
+    return f"a or enter adds [{name}] to the preset; n adds it under another name."

@@ -25,7 +25,7 @@ from app.config import Config
 from app.services.discovery import DiscoveredModel, Discovery
 from app.services.errors import HerdError, PresetError, SectionExists
 from app.services.preset_store import PresetConflict, PresetPlan, PresetResult, PresetSnapshot, add_section
-from app.ui.file_rows import FileRow, base_dir, file_rows, preset_sections, shown_path
+from app.ui.file_rows import FileRow, base_dir, file_rows, row_hint, shown_path
 from app.ui.format import BAD, BUSY, DIM, human_bytes
 from app.ui.preset_review import PresetReview, add_head
 from app.ui.preset_write import PresetFleet, conflict_head, known_keys, write_preset
@@ -145,11 +145,8 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
 
     def on_mount(self) -> None:
         table = self.table
-        table.add_column("File", key="file")
-        table.add_column("Size", key="size")
-        table.add_column("Role", key="role")
-        table.add_column("Section", key="section")
-        table.add_column("With", key="with")
+        for label in ("File", "Size", "Role", "Section", "With"):
+            table.add_column(label, key=label.lower())
         table.display = False
         for wid in ("#mf-warning", "#mf-error", "#mf-hint", "#mf-naming"):
             self.query_one(wid).display = False
@@ -260,17 +257,7 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
         if row is None:
             hint.display = False
             return
-        if row.why_not:
-            text = Text(row.why_not)
-        else:
-            assert row.model is not None
-            name = row.model.name
-            names, _ = preset_sections(self.snapshot)
-            if name in names:
-                text = Text(f"[{name}] is already in the preset; n adds this file under another name.")
-            else:
-                text = Text(f"a or enter adds [{name}] to the preset; n adds it under another name.")
-        hint.update(text)
+        hint.update(Text(row_hint(row, self.snapshot)))
         hint.display = True
 
     @on(DataTable.RowHighlighted, "#mf-table")
