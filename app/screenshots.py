@@ -50,6 +50,7 @@ from textual.widgets import Input
 
 from app import demo
 from app.config import Config
+from app.services.discovery import DiscoveredModel, Discovery
 from app.services.fleet import Fleet
 from app.services.preset_store import Edit, PresetPlan, PresetResult, PresetSnapshot
 from app.services.types import (
@@ -212,7 +213,18 @@ class ShotFleet:
     async def stop_router(self, machine: str) -> None:
         await self.fleet.stop_router(machine)
 
-    # the preset editor's part of the fleet (PresetFleet)
+    async def llama_server_found(self, machine: str) -> str | None:
+        return await self.fleet.llama_server_found(machine)
+
+    # files: the preset editor's and the model files screen's part of the fleet
+
+    @property
+    def config(self) -> Config:
+        return self.fleet.config
+
+    @property
+    def has_files(self) -> bool:
+        return self.fleet.has_files
 
     async def read_preset(self, machine: str) -> PresetSnapshot:
         return await self.fleet.read_preset(machine)
@@ -225,6 +237,12 @@ class ShotFleet:
 
     async def apply_preset(self, machine: str, plan: PresetPlan) -> PresetResult:
         return await self.fleet.apply_preset(machine, plan)
+
+    async def discover_models(self, machine: str) -> Discovery:
+        return await self.fleet.discover_models(machine)
+
+    async def new_section(self, machine: str, model: DiscoveredModel) -> dict[str, str]:
+        return await self.fleet.new_section(machine, model)
 
 
 # ---- the run ----
@@ -269,12 +287,12 @@ async def until(pilot: Pilot[Any], what: str, cond: Callable[[], object], timeou
 
 
 def status(app: HerdApp, model: str) -> str:
-    row = app.model_table.rows_now.get(model)
+    row = app.dashboard.model_table.rows_now.get(model)
     return row[1].text if row else ""
 
 
 def we_lines(app: HerdApp) -> list[LogLine]:
-    return [ln for ln in app.logs.buffer if app.logs.wanted(ln)]
+    return [ln for ln in app.dashboard.logs.buffer if app.dashboard.logs.wanted(ln)]
 
 
 class Director:
@@ -294,15 +312,15 @@ class Director:
     async def select(self, machine_key: str, model: str) -> None:
         app = self.app
         await self.pilot.press(machine_key)
-        await until(self.pilot, f"{model} in the table", lambda: model in app.model_table.rows_now)
-        app.model_table.move_cursor(row=app.model_table.get_row_index(model))
+        await until(self.pilot, f"{model} in the table", lambda: model in app.dashboard.model_table.rows_now)
+        app.dashboard.model_table.move_cursor(row=app.dashboard.model_table.get_row_index(model))
         await self.pilot.pause()
 
     async def run(self) -> None:
         app, pilot = self.app, self.pilot
         # The panel shows warnings and errors: no ports, pids or timestamps in those lines.
-        app.logs.level = "WE"
-        app.logs.rewrite()
+        app.dashboard.logs.level = "WE"
+        app.dashboard.logs.rewrite()
         startup = {dm.name: dm.on_startup for dm in demo.MACHINES if dm.on_startup}
         counts = {dm.name: len(dm.models) for dm in demo.MACHINES}
 
@@ -320,7 +338,7 @@ class Director:
         await self.shoot("overview.svg")
 
         await pilot.press("f")
-        await until(pilot, "the fleet view", lambda: len(app.fleet_table.rows_now) == sum(counts.values()))
+        await until(pilot, "the fleet view", lambda: len(app.dashboard.fleet_table.rows_now) == sum(counts.values()))
         await self.shoot("fleet.svg")
         await pilot.press("f")
 
@@ -347,7 +365,7 @@ class Director:
         await until(pilot, "the form again", lambda: form.mode == "form")
         await pilot.press("escape")  # cancelled: nothing is written
         await until(pilot, "the editor closed", lambda: not isinstance(app.screen, PresetForm))
-        app.model_table.focus()
+        app.dashboard.model_table.focus()
 
         # A real load of chat-medium on gpu-box-b, shown at the first event that reports it loading with progress.
         # Taken before failed.svg: a column is as wide as the widest text it has shown, and the loading badge is
@@ -378,7 +396,7 @@ class Director:
             return (
                 "failed" in status(app, "broken-q4")
                 and bool(app.screen.query("Toast"))  # the notification, on screen
-                and any("exiting due to model loading error" in ln.text for ln in app.logs.buffer)
+                and any("exiting due to model loading error" in ln.text for ln in app.dashboard.logs.buffer)
             )
 
         await until(pilot, "broken-q4 failed", failed_shown)

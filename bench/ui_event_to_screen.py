@@ -41,7 +41,7 @@ async def main(n_loads: int) -> None:
     try:
         app = make_app(cfg, Fleet(cfg))
         async with app.run_test(size=(120, 40)) as pilot:
-            table = app.model_table
+            table = app.dashboard.model_table
             last_ui: dict[str, str] = {}
             apply_rows = table.apply_rows
 

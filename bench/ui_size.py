@@ -41,7 +41,7 @@ async def main(n_models: int, n_events: int) -> None:
         painted = asyncio.Event()
         t0 = time.perf_counter()
         async with app.run_test(size=(120, 40)) as pilot:
-            table = app.model_table
+            table = app.dashboard.model_table
             t_mount = time.perf_counter()
             while len(table.rows_now) < n_models:
                 await asyncio.sleep(0.001)

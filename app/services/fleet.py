@@ -28,6 +28,9 @@ from app.services.types import (
 
 
 class Fleet:
+    has_files = True
+    """Every machine's preset and model files are reached through its transport (the UI's FleetApi asks)."""
+
     def __init__(self, config: Config) -> None:
         self.config = config
         machines = config.effective_machines

@@ -1,7 +1,9 @@
-"""What the dashboard needs of app.services.fleet.Fleet, as a Protocol.
+"""What the dashboard needs of app.services.fleet.Fleet, as a Protocol: all of it, with no optional parts.
 
 The UI is typed against this rather than the class so it has no import-time dependency on the service layer's
-internals, and so snapshot tests can drive it with a small rendering stand-in of the same shape.
+internals, and so snapshot tests can drive it with a small rendering stand-in of the same shape. A fleet that
+cannot reach the machines' files says so with `has_files`; its file methods, and any other part it has nothing
+for, raise NotOffered, which the UI treats like any other refusal of the fleet.
 """
 
 from __future__ import annotations
@@ -9,12 +11,23 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol
 
+from app.config import Config
+from app.services.discovery import DiscoveredModel, Discovery
+from app.services.errors import HerdError
+from app.services.preset_store import Edit, PresetPlan, PresetResult, PresetSnapshot
 from app.services.types import FleetEvent, LogLine, MachineView, ModelInfo
+
+
+class NotOffered(HerdError):
+    """This fleet has nothing behind the part asked for (a rendering stand-in has no files and no llama-server)."""
 
 
 class FleetApi(Protocol):
     @property
     def names(self) -> list[str]: ...
+
+    @property
+    def config(self) -> Config: ...
 
     async def start(self) -> None: ...
 
@@ -30,6 +43,8 @@ class FleetApi(Protocol):
 
     def log_lines(self, machine: str) -> tuple[LogLine, ...]: ...
 
+    # ---- commands ----
+
     async def load(self, machine: str, model: str) -> object: ...
 
     async def unload(self, machine: str, model: str) -> object: ...
@@ -39,3 +54,31 @@ class FleetApi(Protocol):
     async def start_router(self, machine: str) -> object: ...
 
     async def stop_router(self, machine: str) -> object: ...
+
+    async def llama_server_found(self, machine: str) -> str | None:
+        """Before any start: the llama-server a start on that machine would run, or None when there is none.
+
+        Looking for the binary is file work, so the UI never does it itself. A fleet that cannot look raises
+        NotOffered; the UI then learns the answer from the refusal of a start (a ProgramNotFound).
+        """
+        ...
+
+    # ---- files: the preset editor and the model files screen ----
+
+    @property
+    def has_files(self) -> bool:
+        """Whether the machines' preset and model files can be read and written through this fleet. When False,
+        the preset editor and the model files screen are not offered, and the methods below raise NotOffered."""
+        ...
+
+    async def read_preset(self, machine: str) -> PresetSnapshot: ...
+
+    async def preset_known_keys(self, machine: str) -> frozenset[str]: ...
+
+    async def plan_preset(self, machine: str, edit: Edit, snapshot: PresetSnapshot | None = None) -> PresetPlan: ...
+
+    async def apply_preset(self, machine: str, plan: PresetPlan) -> PresetResult: ...
+
+    async def discover_models(self, machine: str) -> Discovery: ...
+
+    async def new_section(self, machine: str, model: DiscoveredModel) -> dict[str, str]: ...

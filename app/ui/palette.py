@@ -17,14 +17,15 @@ Command = tuple[str, Callable[[], object], str]
 class HerdCommands(Provider):
     def _commands(self) -> Iterator[Command]:
         app = cast("HerdApp", self.app)
-        for title, action, help_text in app.palette_actions():
-            yield title, partial(app.run_action, action), help_text
+        dashboard = app.dashboard
+        for title, action, help_text in dashboard.palette_actions():
+            yield title, partial(app.run_action, action, dashboard), help_text
         for machine, st in app.state.machines.items():
             for m in st.models:
                 # Both, whatever the state: typing "unload alpha" should always find it; the router says no if moot.
                 now = f"now {m.state.value}"
-                yield f"Load {m.id} on {machine}", partial(app.load, machine, m.id), now
-                yield f"Unload {m.id} on {machine}", partial(app.unload, machine, m.id), now
+                yield f"Load {m.id} on {machine}", partial(dashboard.load, machine, m.id), now
+                yield f"Unload {m.id} on {machine}", partial(dashboard.unload, machine, m.id), now
 
     async def discover(self) -> Hits:
         for title, callback, help_text in self._commands():

@@ -1,7 +1,8 @@
 """A rendering stand-in with the Fleet API surface, for snapshots and widget tests.
 
 It is not a mock of a router: it holds whatever state a test gives it and hands the events on. What the dashboard
-does against a real router is covered by the pilot tests in test_pilot_router.py.
+does against a real router is covered by the pilot tests in test_pilot_router.py. It has no files and no
+llama-server to look for: `has_files` is False and those methods raise NotOffered, as FleetApi allows.
 """
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from app.config import Config
+from app.services.discovery import DiscoveredModel, Discovery
 from app.services.errors import HerdError
+from app.services.preset_store import Edit, PresetPlan, PresetResult, PresetSnapshot
 from app.services.types import (
     Connection,
     FleetEvent,
@@ -26,6 +30,7 @@ from app.services.types import (
     ModelState,
     RouterState,
 )
+from app.ui.fleet_api import NotOffered
 
 NOW = 1_760_000_000.0  # the frozen clock every snapshot renders at
 
@@ -40,6 +45,8 @@ class StandInFleet:
     queues: list[asyncio.Queue[FleetEvent]] = field(default_factory=list)
     replay: list[FleetEvent] = field(default_factory=list)
     """Events every new subscriber gets after the current state (host stats history, log lines)."""
+    config: Config = field(default_factory=Config)
+    has_files = False
 
     @property
     def names(self) -> list[str]:
@@ -104,6 +111,29 @@ class StandInFleet:
 
     async def stop_router(self, machine: str) -> None:
         await self._call("stop_router", machine)
+
+    # ---- what a stand-in has nothing behind ----
+
+    async def llama_server_found(self, machine: str) -> str | None:
+        raise NotOffered("the stand-in fleet has no llama-server to look for")
+
+    async def read_preset(self, machine: str) -> PresetSnapshot:
+        raise NotOffered("the stand-in fleet has no preset files")
+
+    async def preset_known_keys(self, machine: str) -> frozenset[str]:
+        raise NotOffered("the stand-in fleet has no preset files")
+
+    async def plan_preset(self, machine: str, edit: Edit, snapshot: PresetSnapshot | None = None) -> PresetPlan:
+        raise NotOffered("the stand-in fleet has no preset files")
+
+    async def apply_preset(self, machine: str, plan: PresetPlan) -> PresetResult:
+        raise NotOffered("the stand-in fleet has no preset files")
+
+    async def discover_models(self, machine: str) -> Discovery:
+        raise NotOffered("the stand-in fleet has no model files")
+
+    async def new_section(self, machine: str, model: DiscoveredModel) -> dict[str, str]:
+        raise NotOffered("the stand-in fleet has no model files")
 
 
 # ---- a small, believable fleet ----

@@ -37,7 +37,7 @@ def app_for(fleet: StandInFleet | None = None, config: Config | None = None, **k
 
 
 def statuses(app: HerdApp) -> dict[str, str]:
-    return {k: row[1].text for k, row in app.model_table.rows_now.items()}
+    return {k: row[1].text for k, row in app.dashboard.model_table.rows_now.items()}
 
 
 def replace_model(models: tuple[ModelInfo, ...], mid: str, **changes: Any) -> tuple[ModelInfo, ...]:
@@ -61,8 +61,8 @@ async def test_status_change_is_a_keyed_update_and_the_cursor_stays() -> None:
     fleet = demo_fleet()
     app = app_for(fleet)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
-        table = app.model_table
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
+        table = app.dashboard.model_table
         table.move_cursor(row=table.get_row_index("llama-3.2-3b"))
         clears: list[object] = []
         table.clear = lambda *a, **k: clears.append(a)  # type: ignore[method-assign]
@@ -90,12 +90,12 @@ async def test_a_burst_is_coalesced_into_few_repaints() -> None:
     fleet = demo_fleet()
     app = app_for(fleet)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
         before = app.flushes
         base = workstation_models()
         for i in range(300):
             fleet.emit(ModelsChanged("workstation", replace_model(base, "mistral-7b", size=i + 1)))
-        await wait_for(pilot, lambda: app.model_table.rows_now["mistral-7b"][4].text == "300B")
+        await wait_for(pilot, lambda: app.dashboard.model_table.rows_now["mistral-7b"][4].text == "300B")
         assert app.flushes - before <= 5
 
 
@@ -108,15 +108,15 @@ async def test_keys_go_first_but_fleet_changes_still_show_within_the_deferral() 
     fleet = demo_fleet()
     app = app_for(fleet)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
-        app.model_table.focus()
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
+        app.dashboard.model_table.focus()
         base = workstation_models()
         t0 = time.monotonic()
         fleet.emit(ModelsChanged("workstation", replace_model(base, "mistral-7b", size=300)))
         shown_at = None
         for _ in range(40):  # a key every 20 ms, for 0.8 s: longer than the deferral
             await pilot.press("down" if _ % 2 else "up")
-            if shown_at is None and app.model_table.rows_now["mistral-7b"][4].text == "300B":
+            if shown_at is None and app.dashboard.model_table.rows_now["mistral-7b"][4].text == "300B":
                 shown_at = time.monotonic() - t0
             await pilot.pause(0.02)
         assert shown_at is not None, "the change never showed while keys were pressed"
@@ -126,26 +126,26 @@ async def test_keys_go_first_but_fleet_changes_still_show_within_the_deferral() 
 async def test_filter_and_sort() -> None:
     app = app_for()
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
         await pilot.press("slash", *"qwen", "enter")
-        assert list(app.model_table.rows_now) == ["qwen2.5-coder-14b"]
-        assert "filter: qwen" in str(app.model_table.border_subtitle)
+        assert list(app.dashboard.model_table.rows_now) == ["qwen2.5-coder-14b"]
+        assert "filter: qwen" in str(app.dashboard.model_table.border_subtitle)
         await pilot.press("slash", "escape")  # cancel keeps the filter it had
-        assert list(app.model_table.rows_now) == ["qwen2.5-coder-14b"]
+        assert list(app.dashboard.model_table.rows_now) == ["qwen2.5-coder-14b"]
         await pilot.press("slash", "ctrl+u", "enter")
-        assert len(app.model_table.rows_now) == 5
+        assert len(app.dashboard.model_table.rows_now) == 5
         await pilot.press("o")  # sort by status: loaded first, failed and unloaded last
-        order = [r.key.value for r in app.model_table.ordered_rows]
+        order = [r.key.value for r in app.dashboard.model_table.ordered_rows]
         assert order[0] == "qwen2.5-coder-14b" and order[-1] == "mistral-7b"
-        assert "sort: status" in str(app.model_table.border_subtitle)
+        assert "sort: status" in str(app.dashboard.model_table.border_subtitle)
 
 
 async def test_actions_call_the_fleet_for_the_selected_row() -> None:
     fleet = demo_fleet()
     app = app_for(fleet)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
-        t = app.model_table
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
+        t = app.dashboard.model_table
         t.move_cursor(row=t.get_row_index("mistral-7b"))
         await pilot.press("u")  # not running: the key is disabled
         await pilot.press("l")
@@ -167,8 +167,8 @@ async def test_a_refusal_is_a_notification_and_stays_on_the_machine() -> None:
     app = app_for(fleet)
     seen = recorder(app)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
-        app.model_table.move_cursor(row=app.model_table.get_row_index("mistral-7b"))
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
+        app.dashboard.model_table.move_cursor(row=app.dashboard.model_table.get_row_index("mistral-7b"))
         await pilot.press("l")
         await wait_for(pilot, lambda: seen)
         assert seen[0][0] == "error" and "model limit reached" in seen[0][2]
@@ -180,7 +180,7 @@ async def test_stop_asks_first_naming_the_models() -> None:
     fleet = demo_fleet()
     app = app_for(fleet)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
         await pilot.press("x")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         text = screen_text(app)
@@ -209,25 +209,25 @@ async def test_fleet_view_lists_every_machine_and_acts_on_the_row() -> None:
     fleet = demo_fleet()
     app = app_for(fleet)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
         await pilot.press("f")
-        assert app.fleet_view
-        keys = set(app.fleet_table.rows_now)
+        assert app.dashboard.fleet_view
+        keys = set(app.dashboard.fleet_table.rows_now)
         assert len(keys) == 7 and any(k.startswith("gpu-box") for k in keys)
-        ft = app.fleet_table
+        ft = app.dashboard.fleet_table
         ft.move_cursor(row=ft.get_row_index("gpu-box\x1fphi-4"))
         await pilot.press("l")
         await wait_for(pilot, lambda: ("load", "gpu-box", "phi-4") in fleet.calls)
         await pilot.press("f")
-        assert not app.fleet_view
+        assert not app.dashboard.fleet_view
 
 
 async def test_machine_goes_away_greys_out_and_comes_back() -> None:
     fleet = demo_fleet()
     app = app_for(fleet)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
-        card = app.machines.card("gpu-box")
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
+        card = app.dashboard.machines.card("gpu-box")
         up = fleet.views["gpu-box"]
         fleet.emit(
             MachineChanged(
@@ -244,14 +244,14 @@ async def test_machine_goes_away_greys_out_and_comes_back() -> None:
 async def test_machine_selection_switches_table_and_log() -> None:
     app = app_for()
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
         await pilot.press("2")
-        assert app.selected_machine == "gpu-box"
-        assert set(app.model_table.rows_now) == {"llama-3.3-70b", "phi-4"}
-        assert app.logs.machine == "gpu-box"
-        app.machines.focus()
+        assert app.dashboard.selected_machine == "gpu-box"
+        assert set(app.dashboard.model_table.rows_now) == {"llama-3.3-70b", "phi-4"}
+        assert app.dashboard.logs.machine == "gpu-box"
+        app.dashboard.machines.focus()
         await pilot.press("up")
-        assert app.selected_machine == "workstation"
+        assert app.dashboard.selected_machine == "workstation"
 
 
 async def test_help_lists_every_binding_with_its_id() -> None:
@@ -274,8 +274,8 @@ async def test_keymap_rebinds_by_id() -> None:
     fleet = demo_fleet()
     app = app_for(fleet, config=Config(keymap={"load": "ctrl+l"}))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
-        app.model_table.move_cursor(row=app.model_table.get_row_index("mistral-7b"))
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
+        app.dashboard.model_table.move_cursor(row=app.dashboard.model_table.get_row_index("mistral-7b"))
         await pilot.press("l")
         await pilot.pause(0.1)
         assert not any(c[0] == "load" for c in fleet.calls)
@@ -287,7 +287,7 @@ async def test_palette_offers_load_and_unload_for_every_model() -> None:
     fleet = demo_fleet()
     app = app_for(fleet)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
         await pilot.press("ctrl+p")
         await pilot.press(*"Load phi-4 on gpu")
         await pilot.pause(0.5)
@@ -302,7 +302,7 @@ async def test_palette_offers_load_and_unload_for_every_model() -> None:
         await pilot.press(*"fleet view")
         await pilot.pause(0.5)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.fleet_view)
+        await wait_for(pilot, lambda: app.dashboard.fleet_view)
 
 
 def log(text: str, model: str | None = None, level: str = "") -> LogLine:
@@ -313,8 +313,8 @@ async def test_log_follows_pauses_and_filters() -> None:
     fleet = demo_fleet()
     app = app_for(fleet, config=Config(ui=UiConfig(log_lines=50)))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
-        logs = app.logs
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
+        logs = app.dashboard.logs
         assert logs.following
         logs.focus()
         await pilot.press("p")
@@ -333,8 +333,8 @@ async def test_log_follows_pauses_and_filters() -> None:
             "srv  load_model: failed to load model 'broken.gguf'",
         }
         await pilot.press("w")
-        app.model_table.move_cursor(row=app.model_table.get_row_index("mistral-7b"))
-        app.model_table.focus()
+        app.dashboard.model_table.move_cursor(row=app.dashboard.model_table.get_row_index("mistral-7b"))
+        app.dashboard.model_table.focus()
         await pilot.press("g")  # jump to the model's lines
         assert logs.model == "mistral-7b" and app.focused is logs
         assert [ln.text for ln in logs.buffer if logs.wanted(ln)] == ["two"]
@@ -350,7 +350,7 @@ async def test_log_follows_pauses_and_filters() -> None:
 async def test_ascii_mode_draws_only_ascii() -> None:
     app = app_for(ascii_mode=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5 and "Help" in screen_text(app))
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5 and "Help" in screen_text(app))
         text = screen_text(app)
         assert "workstation" in text and "failed (exit 1)" in text
         odd = sorted({c for c in text if ord(c) > 127})
@@ -363,7 +363,7 @@ async def test_ascii_mode_draws_only_ascii() -> None:
 async def test_80x24_keeps_the_essentials() -> None:
     app = app_for()
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5 and "Help" in screen_text(app))
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5 and "Help" in screen_text(app))
         text = screen_text(app)
         for needle in ("workstation", "gpu-box", "laptop", "unreachable", "qwen2.5-coder-14b", "failed (exit 1)",
                        "loading", "log: workstation", "Load", "Help"):  # fmt: skip
@@ -375,15 +375,15 @@ async def test_coalescing_never_skips_a_models_state() -> None:
     fleet = demo_fleet()
     app = app_for(fleet)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
         seen: list[str] = []
-        apply_rows = app.model_table.apply_rows
+        apply_rows = app.dashboard.model_table.apply_rows
 
         def recording(desired: Any) -> Any:
             seen.append(desired["mistral-7b"][1].text)
             return apply_rows(desired)
 
-        app.model_table.apply_rows = recording  # type: ignore[method-assign]
+        app.dashboard.model_table.apply_rows = recording  # type: ignore[method-assign]
         base = workstation_models()
         fleet.emit(
             ModelsChanged("workstation", replace_model(base, "mistral-7b", state=ModelState.LOADING)),

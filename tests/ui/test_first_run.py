@@ -49,7 +49,7 @@ def notice(app: HerdApp) -> str:
 
 
 def hint(app: HerdApp) -> str:
-    return app.machines.hint.plain
+    return app.dashboard.machines.hint.plain
 
 
 def record_notifications(app: HerdApp) -> list[tuple[str, str, str]]:
@@ -106,7 +106,7 @@ async def test_s_starts_a_router_with_an_empty_preset(home: Path, llama_server: 
         await wait_for(pilot, lambda: app.state.get("local").view.router_state is RouterState.ABSENT)
         await pilot.press("s")
         await wait_for(pilot, lambda: app.state.get("local").view.router_state is RouterState.RUNNING, timeout=40)
-        await wait_for(pilot, lambda: "running" in app.machines.card("local").render().plain)
+        await wait_for(pilot, lambda: "running" in app.dashboard.machines.card("local").render().plain)
         preset = home / "state" / "llamaherd" / "routers" / "default" / "models.ini"
         assert preset.read_text() == EMPTY_PRESET
         await wait_for(pilot, lambda: "starts a router" not in notice(app))  # nothing left to start

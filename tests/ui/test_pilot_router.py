@@ -29,14 +29,14 @@ def box_app(router: RouterProc) -> HerdApp:
 
 
 def status(app: HerdApp, model: str) -> str:
-    row = app.model_table.rows_now.get(model)
+    row = app.dashboard.model_table.rows_now.get(model)
     return row[1].text if row else ""
 
 
 def record_statuses(app: HerdApp, model: str) -> list[str]:
     """Every status text the table was given for `model`, in order (states can pass faster than a poll)."""
     seen: list[str] = []
-    table = app.model_table
+    table = app.dashboard.model_table
     apply_rows = table.apply_rows
 
     def recording(desired: Any) -> Any:
@@ -62,8 +62,8 @@ def record_notifications(app: HerdApp) -> list[tuple[str, str, str]]:
 
 
 async def select(app: HerdApp, pilot: Any, model: str) -> None:
-    await wait_for(pilot, lambda: model in app.model_table.rows_now)
-    app.model_table.move_cursor(row=app.model_table.get_row_index(model))
+    await wait_for(pilot, lambda: model in app.dashboard.model_table.rows_now)
+    app.dashboard.model_table.move_cursor(row=app.dashboard.model_table.get_row_index(model))
     await pilot.pause()
 
 
@@ -101,8 +101,8 @@ async def test_broken_model_shows_failed_with_exit_code_and_a_notification(box_a
 async def test_kill9_of_the_router_shows_in_the_machines_pane_within_2s(box_app: HerdApp, router: RouterProc) -> None:
     app = box_app
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "alpha" in app.model_table.rows_now)
-        card = app.machines.query_one(MachineCard)
+        await wait_for(pilot, lambda: "alpha" in app.dashboard.model_table.rows_now)
+        card = app.dashboard.machines.query_one(MachineCard)
         await wait_for(pilot, lambda: "attached" in screen_text(app))
         assert not card.has_class("-down")
         t0 = time.monotonic()
@@ -138,17 +138,21 @@ async def test_start_load_fail_with_log_lines_and_stop_after_asking(managed_app:
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await wait_for(pilot, lambda: app.state.get("here").view.router_state is RouterState.ABSENT)
         await pilot.press("s")
-        await wait_for(pilot, lambda: "running" in screen_text(app) and "alpha" in app.model_table.rows_now, 40)
+        await wait_for(
+            pilot, lambda: "running" in screen_text(app) and "alpha" in app.dashboard.model_table.rows_now, 40
+        )
         await select(app, pilot, "broken")
         await pilot.press("l")
         await wait_for(pilot, lambda: "failed" in status(app, "broken"), timeout=30)
         await wait_for(pilot, lambda: any(sev == "error" and "broken" in msg for sev, _, msg in notes))
         message = next(msg for sev, _, msg in notes if sev == "error" and "broken" in msg)
         assert len(message.splitlines()) > 1, f"no log lines in the failure: {message!r}"
-        await wait_for(pilot, lambda: any("broken" in ln.text for ln in app.logs.buffer))
+        await wait_for(pilot, lambda: any("broken" in ln.text for ln in app.dashboard.logs.buffer))
         await pilot.press("g")  # the failed model's own lines
-        assert app.logs.model == "broken" and any(app.logs.wanted(ln) for ln in app.logs.buffer)
-        app.model_table.focus()
+        assert app.dashboard.logs.model == "broken" and any(
+            app.dashboard.logs.wanted(ln) for ln in app.dashboard.logs.buffer
+        )
+        app.dashboard.model_table.focus()
         await select(app, pilot, "alpha")
         await pilot.press("l")
         await wait_for(pilot, lambda: status(app, "alpha") == "● loaded", timeout=30)

@@ -26,7 +26,7 @@ async def settle(pilot: Pilot[Any]) -> None:
     app = pilot.app
     assert isinstance(app, HerdApp)
     for _ in range(100):
-        if app.model_table.rows_now and app.machines.card("workstation").state.stats is not None:
+        if app.dashboard.model_table.rows_now and app.dashboard.machines.card("workstation").state.stats is not None:
             break
         await pilot.pause(0.02)
     await pilot.pause(0.1)

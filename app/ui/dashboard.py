@@ -1,0 +1,454 @@
+"""The dashboard screen: layout, what is selected, and the actions the keys run on it.
+
+The app (app.py) owns the data: the fleet, HerdState and the live feed that folds fleet events into it. This
+screen shows that state (`paint`, called by the feed at most every 50 ms) and turns keys into Fleet commands,
+each awaited in a worker so nothing here waits on a machine.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Static
+
+from app.services.binary import HOW_TO_GET
+from app.services.errors import HerdError
+from app.ui import keys
+from app.ui.confirm import ConfirmScreen
+from app.ui.fleet_table import FleetTable
+from app.ui.format import BAD, BUSY, DIM, OK, is_down
+from app.ui.help import HelpRow, HelpScreen
+from app.ui.logs import LogPanel, LogSearch
+from app.ui.machines import FirstRunNotice, MachinesPane, first_run_text
+from app.ui.model_files import ModelFilesScreen
+from app.ui.models import KeyedTable, ModelTable
+from app.ui.preset_form import PresetForm
+from app.ui.prompt import Prompt
+from app.ui.state import Changes
+
+if TYPE_CHECKING:
+    from app.ui.app import HerdApp
+
+ERROR_DEDUP_SECONDS = 5.0
+ATTACH_ONLY = "{} is attach-only: its preset file belongs to whoever runs that router"
+
+
+class DashboardScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = keys.BINDINGS
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.selected_machine = ""
+        self._recent_errors: dict[str, float] = {}
+        self._bindings_shown: tuple[bool | None, ...] = ()
+        self._title_shown = Text()
+        self._notice_shown = Text()
+
+    @property
+    def herd(self) -> HerdApp:
+        return cast("HerdApp", self.app)
+
+    # ---- layout ----
+
+    def compose(self) -> ComposeResult:
+        herd = self.herd
+        yield Static(id="title")
+        with Horizontal(id="top"):
+            yield MachinesPane(list(herd.state.machines.values()), herd.glyphs, herd.now, id="machines")
+            with Vertical(id="right"):
+                yield FirstRunNotice(id="first-run")
+                with ContentSwitcher(initial="models", id="tables"):
+                    yield ModelTable(herd.glyphs, id="models")
+                    yield FleetTable(herd.glyphs, id="fleet")
+        yield LogPanel(herd.glyphs, herd.config.ui.log_lines, id="logs")
+        yield Prompt(id="prompt")
+        yield Footer(compact=True, show_command_palette=False)
+
+    @property
+    def machines(self) -> MachinesPane:
+        return self.query_one("#machines", MachinesPane)
+
+    @property
+    def model_table(self) -> ModelTable:
+        return self.query_one("#models", ModelTable)
+
+    @property
+    def fleet_table(self) -> FleetTable:
+        return self.query_one("#fleet", FleetTable)
+
+    @property
+    def logs(self) -> LogPanel:
+        return self.query_one("#logs", LogPanel)
+
+    @property
+    def prompt(self) -> Prompt:
+        return self.query_one("#prompt", Prompt)
+
+    @property
+    def fleet_view(self) -> bool:
+        return self.query_one("#tables", ContentSwitcher).current == "fleet"
+
+    def current_table(self) -> KeyedTable:
+        return self.fleet_table if self.fleet_view else self.model_table
+
+    def on_mount(self) -> None:
+        herd = self.herd
+        self.prompt.display = False
+        if herd.frozen_time is not None:
+            self.prompt.cursor_blink = False  # a blinking cursor makes every screenshot different
+        for name in herd.state.names:
+            st = herd.state.get(name)
+            st.view = herd.fleet.view(name)
+            st.models = herd.fleet.models(name)
+            self.machines.update_machine(st)
+        if herd.state.names:
+            self.select_machine(herd.state.names[0])
+        self._paint_title()
+        self.query_one("#first-run", FirstRunNotice).display = herd.first_run
+        self._paint_hint()
+        if herd.first_run:
+            first = herd.state.names[0]
+            # Workers run on the app: its handler is the one place an unexpected failure is said.
+            herd.run_worker(self._ask_for_program(first), name="_ask_for_program", group="program", exit_on_error=False)
+        self.model_table.focus()
+        if herd.frozen_time is None:
+            self.set_interval(1.0, self.machines.tick)
+        herd.follow_fleet()  # the widgets are there now: events may be painted
+
+    # ---- painting ----
+
+    def paint(self, changes: Changes) -> None:
+        """Show what a batch of events changed: only the parts it made stale."""
+        state = self.herd.state
+        with self.app.batch_update():
+            for name in changes.cards:
+                self.machines.update_machine(state.get(name))
+            stale = is_down(state.get(self.selected_machine).view)
+            if self.selected_machine in changes.models or stale != self.model_table.has_class("-stale"):
+                self._show_models()
+            if changes.models and self.fleet_view:
+                self._show_fleet()
+            lines = [ln for m, chunk in changes.logs if m == self.selected_machine for ln in chunk]
+            if lines:
+                self.logs.append(lines)
+            self._paint_title()
+            if changes.cards:
+                self._paint_hint()
+        for p in changes.problems:
+            self.notify_error(p.message, f"{p.machine}: {p.model}" if p.model else p.machine)
+        self.update_bindings()
+
+    def _show_models(self) -> None:
+        st = self.herd.state.get(self.selected_machine)
+        self.model_table.show(self.selected_machine, st.models, stale=is_down(st.view))
+
+    def _show_fleet(self) -> None:
+        machines = self.herd.state.machines
+        down = frozenset(n for n, st in machines.items() if is_down(st.view))
+        self.fleet_table.show({n: st.models for n, st in machines.items()}, down)
+
+    def _paint_title(self) -> None:
+        sts = list(self.herd.state.machines.values())
+        loaded = sum(1 for st in sts for m in st.models if m.state.running)
+        total = sum(len(st.models) for st in sts)
+        down = sum(1 for st in sts if is_down(st.view))
+        glyphs = self.herd.glyphs
+        t = Text.assemble(
+            (f" {self.app.title} ", "bold reverse"),
+            (f"  {len(sts)} machine{'s' if len(sts) != 1 else ''}", ""),
+            (f"  {glyphs.dot}  ", DIM),
+            (f"{loaded}/{total} models running", OK if loaded else ""),
+        )
+        if down:
+            t.append(f"  {glyphs.dot}  ", DIM)
+            t.append(f"{down} down", BAD)
+        if t != self._title_shown:
+            self._title_shown = t
+            self.query_one("#title", Static).update(t)
+
+    def _paint_hint(self) -> None:
+        """The first run's notice (where the config goes), and how to get llama-server where a start lacked it."""
+        herd = self.herd
+        missing = [n for n, st in herd.state.machines.items() if st.missing_program]
+        how_to = ""
+        if missing:
+            how_to = HOW_TO_GET if herd.first_run else f"{', '.join(missing)}: {HOW_TO_GET}"
+        self.machines.set_hint(Text(how_to, style=BUSY))
+        if not herd.first_run:
+            return  # the notice stays hidden (FirstRunNotice.display, set on mount)
+        here = herd.state.get(herd.state.names[0])
+        text = first_run_text(
+            config_path=str(herd.config_path) if herd.config_path else "config.toml",
+            start_key=keys.first_key("start_router", herd.config.keymap, self._key_display),
+            can_start=here.view.router_state not in keys.BUSY,
+            missing_program=here.missing_program,
+        )
+        if text != self._notice_shown:
+            self._notice_shown = text
+            self.query_one("#first-run", FirstRunNotice).update(text)
+
+    async def _ask_for_program(self, machine: str) -> None:
+        """Before any start: does this machine have llama-server? Asked of the fleet, which may look for it."""
+        try:
+            found = await self.herd.fleet.llama_server_found(machine)
+        except HerdError:
+            return  # NotOffered included: a start's refusal will say it instead
+        self.herd.state.get(machine).missing_program = found is None
+        self.machines.update_machine(self.herd.state.get(machine))
+        self._paint_hint()
+
+    def notify_error(self, message: str, title: str) -> None:
+        """A failure as a toast, once: a refused command is both raised to us and announced as a Problem event."""
+        now = time.monotonic()
+        self._recent_errors = {m: t for m, t in self._recent_errors.items() if now - t < ERROR_DEDUP_SECONDS}
+        if any(m in message or message in m for m in self._recent_errors):
+            return
+        self._recent_errors[message] = now
+        self.app.notify(message, title=title, severity="error", timeout=10, markup=False)
+
+    # ---- selection ----
+
+    def select_machine(self, name: str) -> None:
+        if name not in self.herd.state.machines:
+            return
+        self.selected_machine = name
+        self.machines.selected = name
+        self._show_models()
+        self.logs.current_model = self.model_table.selected_model()
+        view = self.herd.state.get(name).view
+        if view.managed:
+            note = f"no log lines from {name} yet"
+        else:
+            note = f"{name} is attached: somebody else's router, whose log is not read from here"
+        self.logs.set_source(name, self.herd.fleet.log_lines(name), note=note)
+        self.update_bindings()
+
+    @on(MachinesPane.Picked)
+    def _picked(self, event: MachinesPane.Picked) -> None:
+        self.select_machine(event.machine)
+
+    def action_pick_machine(self, index: int) -> None:
+        names = self.herd.state.names
+        if 0 <= index < len(names):
+            self.select_machine(names[index])
+
+    @on(DataTable.RowHighlighted)
+    def _row_moved(self, event: DataTable.RowHighlighted) -> None:
+        target = self.target()
+        if target is not None:
+            self.logs.current_model = target[1]
+        self.update_bindings()
+
+    def target(self) -> tuple[str, str | None] | None:
+        """(machine, model) the actions apply to: the fleet view's row, or the selected machine and table row."""
+        if self.fleet_view:
+            sel = self.fleet_table.selected()
+            return (sel[0], sel[1]) if sel else None
+        if not self.selected_machine:
+            return None
+        return self.selected_machine, self.model_table.selected_model()
+
+    # ---- which keys apply now ----
+
+    def update_bindings(self) -> None:
+        """Refresh the footer only when a key's availability changed: every refresh rebuilds the footer's widgets,
+        and doing it on each flush of a 1,000-event burst tripled key latency."""
+        now = tuple(self.check_action(a, ()) for a in keys.ENABLED_WHEN)
+        if now != self._bindings_shown:
+            self._bindings_shown = now
+            self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Dim footer keys that cannot apply now (a running model cannot be loaded, an attached router not stopped)."""
+        enabled_when = keys.ENABLED_WHEN.get(action)
+        if enabled_when is None:
+            return True
+        target = self.target()
+        if target is None:
+            return None
+        machine, model = target
+        st = self.herd.state.get(machine)
+        return True if enabled_when(keys.Target(st.view, model, st.models, self.herd.fleet.has_files)) else None
+
+    # ---- actions ----
+
+    def load(self, machine: str, model: str) -> None:
+        self._fleet_call(f"load {model} on {machine}", machine, model, lambda: self.herd.fleet.load(machine, model))
+
+    def unload(self, machine: str, model: str) -> None:
+        self._fleet_call(f"unload {model} on {machine}", machine, model, lambda: self.herd.fleet.unload(machine, model))
+
+    def action_load(self) -> None:
+        target = self.target()
+        if target and target[1]:
+            self.load(target[0], target[1])
+
+    def action_unload(self) -> None:
+        target = self.target()
+        if target and target[1]:
+            self.unload(target[0], target[1])
+
+    def action_reload(self) -> None:
+        target = self.target()
+        if target:
+            m = target[0]
+            self._fleet_call(f"reload presets on {m}", m, None, lambda: self.herd.fleet.reload(m))
+
+    def action_start_router(self) -> None:
+        target = self.target()
+        if target:
+            m = target[0]
+            self._fleet_call(f"start the router on {m}", m, None, lambda: self.herd.fleet.start_router(m))
+
+    def action_stop_router(self) -> None:
+        target = self.target()
+        if not target:
+            return
+        machine = target[0]
+        running = self.herd.state.get(machine).running_models()
+        body = Text.assemble(("Stop the router on ", ""), (machine, "bold"), "?\n\n")
+        if running:
+            body.append("These models will be unloaded:\n")
+            for name in running:
+                body.append(f"  {self.herd.glyphs.loaded} {name}\n", style="bold")
+        else:
+            body.append("No model is loaded there.\n", style=DIM)
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._fleet_call(
+                    f"stop the router on {machine}", machine, None, lambda: self.herd.fleet.stop_router(machine)
+                )
+
+        self.app.push_screen(ConfirmScreen(f"stop router: {machine}", body, yes="Stop"), answered)
+
+    def action_goto_log(self) -> None:
+        target = self.target()
+        if not target:
+            return
+        machine, model = target
+        if machine != self.selected_machine:
+            self.select_machine(machine)
+        self.logs.current_model = model
+        self.logs.show_model(model)
+        self.logs.following = True
+        self.logs.focus()
+
+    def action_edit_preset(self) -> None:
+        target = self.target()
+        if target and target[1]:
+            self.edit_preset(target[0], target[1])
+
+    def action_edit_global_preset(self) -> None:
+        target = self.target()
+        if target:
+            self.edit_preset(target[0], "*")
+
+    def _files_offered(self, machine: str) -> bool:
+        """Whether a screen on the machine's files may open; says why not when it is the router's owner."""
+        if not self.herd.fleet.has_files:
+            return False  # a fleet without files (the snapshot stand-in): the key is dimmed already
+        if not self.herd.state.get(machine).view.managed:
+            self.app.notify(ATTACH_ONLY.format(machine), severity="warning")
+            return False
+        return True
+
+    def edit_preset(self, machine: str, section: str) -> None:
+        """The preset editor on one section; it notifies the outcome itself and dismisses with the PresetResult."""
+        if self._files_offered(machine):
+            self.app.push_screen(PresetForm(self.herd.fleet, machine, section))
+
+    def action_model_files(self) -> None:
+        """The machine's *.gguf files; adding one writes its preset section (the screen notifies the outcome)."""
+        target = self.target()
+        if target and self._files_offered(target[0]):
+            self.app.push_screen(ModelFilesScreen(self.herd.fleet, target[0]))
+
+    def action_toggle_fleet(self) -> None:
+        switcher = self.query_one("#tables", ContentSwitcher)
+        if self.fleet_view:
+            switcher.current = "models"
+            self.model_table.focus()
+        else:
+            self._show_fleet()
+            switcher.current = "fleet"
+            self.fleet_table.focus()
+        self.update_bindings()
+
+    def action_help(self) -> None:
+        hint = str(self.herd.config_path) if self.herd.config_path else "config.toml"
+        self.app.push_screen(HelpScreen(self.binding_rows(), hint))
+
+    def _fleet_call(self, what: str, machine: str, model: str | None, call: Callable[[], Awaitable[object]]) -> None:
+        async def run() -> None:
+            try:
+                await call()
+            except HerdError as e:
+                self.herd.state.note_problem(machine, f"{what}: {e}", model, action=what, error=e)
+                self.machines.update_machine(self.herd.state.get(machine))
+                self._paint_hint()
+                self.notify_error(str(e), f"could not {what}")
+
+        self.app.run_worker(run(), name=what, group=f"fleet-call:{machine}", exit_on_error=False)
+
+    # ---- the prompt: filtering a table, searching the log ----
+
+    def action_filter(self) -> None:
+        self.prompt.ask("table", "filter models", self.current_table().filter_text)
+
+    @on(LogSearch)
+    def _log_search(self) -> None:
+        self.prompt.ask("log", "search the log", self.logs.search)
+
+    @on(Input.Changed, "#prompt")
+    def _prompt_changed(self, event: Input.Changed) -> None:
+        self._apply_prompt(event.value)
+
+    @on(Input.Submitted, "#prompt")
+    def _prompt_done(self) -> None:
+        self._close_prompt()
+
+    @on(Prompt.Cancelled)
+    def _prompt_cancelled(self) -> None:
+        self._apply_prompt(self.prompt.before)
+        self._close_prompt()
+
+    def _apply_prompt(self, value: str) -> None:
+        if self.prompt.target == "table":
+            self.current_table().set_filter(value)
+        elif self.prompt.target == "log":
+            self.logs.set_search(value)
+
+    def _close_prompt(self) -> None:
+        self.prompt.display = False
+        if self.prompt.target == "log":
+            self.logs.focus()
+        else:
+            self.current_table().focus()
+
+    # ---- bindings, for help and the palette ----
+
+    def _key_display(self, key: str) -> str:
+        return self.app.get_key_display(Binding(key, ""))
+
+    def _binding_sources(self) -> Iterator[tuple[str, Sequence[BindingType]]]:
+        main = [b for b in keys.own_bindings() if not (b.id or "").startswith("machine_")]
+        yield "everywhere", main
+        yield "tables", KeyedTable.BINDINGS
+        yield "log panel", LogPanel.BINDINGS
+        yield "machines pane", MachinesPane.BINDINGS
+        yield "everywhere", [b for b in keys.BINDINGS if b not in main]
+
+    def binding_rows(self) -> list[HelpRow]:
+        return keys.binding_rows(self._binding_sources(), self.herd.config.keymap, self._key_display)
+
+    def palette_actions(self) -> list[tuple[str, str, str]]:
+        return keys.palette_actions(self.herd.config.keymap, self._key_display)
