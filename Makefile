@@ -18,8 +18,8 @@ install-test:
 	PYTHON=$(PYTHON) bash scripts/install-llama-server.sh
 
 lint:
-	$(PYTHON) -m ruff check app tests bench
-	$(PYTHON) -m mypy app
+	$(PYTHON) -m ruff check app tests bench scripts
+	$(PYTHON) -m mypy app scripts
 	@# lint-imports, through $(PYTHON): its console script may not be on PATH before a pyenv rehash
 	$(PYTHON) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()'
 
@@ -27,7 +27,7 @@ test: install-test lint
 	$(PYTHON) -m pytest -q -p no:cacheprovider
 
 screenshots: install
-	$(PYTHON) -m app.screenshots screenshots
+	$(PYTHON) -m scripts.screenshots screenshots
 
 BENCHES = event_latency_cli ssh_connect lifecycle ui_event_to_screen ui_idle_cpu ui_size
 

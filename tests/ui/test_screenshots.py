@@ -1,4 +1,4 @@
-"""`python -m app.screenshots`: every README screenshot written, each of the screen it names, the same bytes twice.
+"""`python -m scripts.screenshots`: every README screenshot written, each of the screen it names, the same bytes twice.
 
 The command runs twice (about 7 s each) against its own root directory, so a `make screenshots` in progress is
 never touched; both runs must give byte-identical files.
@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from textual.app import App, ComposeResult
 
-from app.screenshots import FILES
 from app.services.types import ModelInfo, ModelState
 from app.ui.glyphs import glyphs_for
 from app.ui.models import ModelTable
+from scripts.screenshots import FILES
 from tests.helpers.herd import Herd
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def svg_text(svg: str) -> str:
 
 def run(out: Path, root: Path) -> None:
     r = subprocess.run(
-        [sys.executable, "-m", "app.screenshots", str(out), "--root", str(root)],
+        [sys.executable, "-m", "scripts.screenshots", str(out), "--root", str(root)],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert r.returncode == 0, f"the screenshot command failed:\n{r.stdout}\n{r.stderr}"

@@ -1,4 +1,4 @@
-"""`python -m app.screenshots DIR` (`make screenshots`): the README's screenshots, as SVGs the app writes of itself.
+"""`python -m scripts.screenshots DIR` (`make screenshots`): the README's screenshots, as SVGs the app writes of itself.
 
 They are taken from the real demo fleet: `app.demo.prepare` writes the tiny models and presets under a fixed
 directory (ROOT, removed and made again on every run so every path on screen is the same), `start_routers` starts
@@ -421,7 +421,7 @@ def fresh_root(root: Path) -> None:
         raise SystemExit(f"screenshots: {root} exists and is not a screenshot directory; not removing it")
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    (root / MARKER).write_text("made by python -m app.screenshots; removed at the end of each run\n")
+    (root / MARKER).write_text("made by python -m scripts.screenshots; removed at the end of each run\n")
 
 
 def take(out: Path, root: Path = ROOT) -> float:
@@ -446,7 +446,7 @@ def take(out: Path, root: Path = ROOT) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m app.screenshots",
+        prog="python -m scripts.screenshots",
         description="Write the README's screenshots (SVG) of the dashboard on the real demo fleet.",
     )
     parser.add_argument("dir", type=Path, help="where the SVG files go (e.g. screenshots)")
