@@ -355,7 +355,7 @@ class DashboardScreen(Screen[None]):
     def _files_offered(self, machine: str) -> bool:
         """Whether a screen on the machine's files may open; says why not when it is the router's owner."""
         if not self.herd.fleet.has_files:
-            return False  # a fleet without files (the snapshot stand-in): the key is dimmed already
+            return False  # a fleet without files: its keys are dimmed already
         if not self.herd.state.get(machine).view.managed:
             self.app.notify(ATTACH_ONLY.format(machine), severity="warning")
             return False
