@@ -49,8 +49,7 @@ from app.ui.form_fields import (
 )
 from app.ui.format import BUSY, DIM
 from app.ui.preset_review import PresetReview, save_head
-from app.ui.preset_write import PresetFleet
-from app.ui.preset_write import conflict_head, known_keys, write_preset
+from app.ui.preset_write import PresetFleet, conflict_head, known_keys, write_preset
 
 GROUP = "preset-form"
 
