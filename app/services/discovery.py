@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from app.services.gguf_header import GgufHeader
-from app.services.preset_fields import initial_values, mtp_default
+from app.services.preset_sections import initial_values, mtp_default
 from app.services.types import FileInfo
 
 DRAFT_PREFIXES = ("mtp-", "dspark-", "dflash-", "eagle3-")

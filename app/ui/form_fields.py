@@ -15,13 +15,12 @@ from app.services.preset_fields import (
     FIELDS,
     FIELDS_BY_KEY,
     PresetField,
-    apply_form,
     field_for,
     validate_key,
-    validate_mapping,
     validate_section_name,
     validate_value,
 )
+from app.services.preset_sections import apply_form, validate_mapping
 from app.services.preset_store import Edit
 from app.services.presets import GLOBAL_SECTION, PresetDoc
 

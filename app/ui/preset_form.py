@@ -20,13 +20,8 @@ from textual.widget import Widget
 from textual.widgets import Button, ContentSwitcher, Footer, Input, Static
 
 from app.services.errors import HerdError, PresetError
-from app.services.preset_fields import (
-    FIELDS_BY_KEY,
-    PresetField,
-    apply_form,
-    read_form,
-    validate_value,
-)
+from app.services.preset_fields import FIELDS_BY_KEY, PresetField, validate_value
+from app.services.preset_sections import apply_form, read_form
 from app.services.preset_store import (
     Edit,
     PresetConflict,

@@ -7,7 +7,8 @@ import pytest
 from app.cli.wording import say
 from app.services.binary import HOW_TO_GET, program_not_found
 from app.services.errors import PresetError, ProgramNotFound, RouterNotRunning, SectionExists
-from app.services.preset_fields import FIELDS_BY_KEY, apply_form, validate_key, validate_mapping, validate_value
+from app.services.preset_fields import FIELDS_BY_KEY, validate_key, validate_value
+from app.services.preset_sections import apply_form, validate_mapping
 from app.services.preset_store import add_section
 from app.services.presets import PresetDoc
 

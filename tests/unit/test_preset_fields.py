@@ -11,22 +11,24 @@ import subprocess
 import pytest
 
 from app.services.errors import PresetError
+from app.services.help_keys import known_keys_from_help
 from app.services.preset_fields import (
     FIELDS,
     FIELDS_BY_KEY,
     OFF,
     PRESET_ONLY_KEYS,
-    apply_form,
     field_for,
+    validate_key,
+    validate_section_name,
+    validate_value,
+)
+from app.services.preset_sections import (
+    apply_form,
     initial_values,
-    known_keys_from_help,
     mtp_default,
     read_form,
     resolve_mmproj,
-    validate_key,
     validate_mapping,
-    validate_section_name,
-    validate_value,
 )
 from app.services.presets import PresetDoc
 

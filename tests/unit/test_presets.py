@@ -5,16 +5,15 @@ from __future__ import annotations
 import pytest
 
 from app.services.errors import PresetError
+from app.services.preset_diff import changed_sections, unified_diff
 from app.services.presets import (
     DEFAULT_SECTION,
     GLOBAL_SECTION,
     LineKind,
     PresetDoc,
-    changed_sections,
     parse_line,
     router_name,
     split_lines,
-    unified_diff,
 )
 
 SAMPLE = (
