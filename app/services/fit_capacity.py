@@ -27,7 +27,8 @@ class Capacity:
     free_ram: int
     total_ram: int
     gpu_free: int  # summed over GPUs (llama.cpp splits layers across them); 0 when none was seen
-    gpu_count: int
+    gpu_count: int  # GPUs whose memory is known
+    gpu_unknown: int = 0  # GPUs nvidia-smi listed without a memory figure ("[N/A]": MIG, some vGPUs)
 
 
 @dataclass(frozen=True)
@@ -58,12 +59,14 @@ class ModelSetup:
 
 
 def capacity(stats: HostStats) -> Capacity:
-    gpu_free = sum(max(0.0, g.memory_total_mb - g.memory_used_mb) for g in stats.gpus)
+    known = [g for g in stats.gpus if g.memory_total_mb > 0]
+    gpu_free = sum(max(0.0, g.memory_total_mb - g.memory_used_mb) for g in known)
     return Capacity(
         free_ram=max(0, stats.mem_total - stats.mem_used),
         total_ram=stats.mem_total,
         gpu_free=int(gpu_free * MB),
-        gpu_count=len(stats.gpus),
+        gpu_count=len(known),
+        gpu_unknown=len(stats.gpus) - len(known),
     )
 
 
@@ -176,6 +179,8 @@ def verdict(est: FitEstimate, cap: Capacity, freed: int = 0) -> Verdict:
         note = f"and {host_need / MB:.0f} MiB in RAM" if host_need else ""
     else:
         need, free, where, note = est.total, cap.free_ram + freed, "RAM", ""
+        if est.gpu_bytes and cap.gpu_unknown:
+            note = "GPU memory unknown (nvidia-smi gave no figure): judged against RAM"
     if need > free:
         word = "no"
     elif free - need < TIGHT_HEADROOM * free:
