@@ -1,7 +1,8 @@
 """Synthetic GGUF models big enough for memory figures to matter (tens of MB), for the fit-estimate tests.
 
-Two architectures llama-server accepts: `llama` (here with grouped-query attention: fewer KV heads than query
-heads) and `qwen2` (the llama layout plus q/k/v biases). Weights are seeded random F32 or F16; the vocabulary is
+Three architectures llama-server accepts: `llama` (here with grouped-query attention: fewer KV heads than query
+heads), `qwen2` (the llama layout plus q/k/v biases) and `gemma2` (every other layer a sliding window; extra
+norms, output tied to the embedding). Weights are seeded random F32 or F16; the vocabulary is
 the tiny models' recipe, so only the layers weigh.
 """
 
@@ -17,13 +18,14 @@ from app.tinymodels import _vocab
 @dataclass(frozen=True)
 class SynthSpec:
     name: str
-    arch: str = "llama"  # "llama" or "qwen2"
+    arch: str = "llama"  # "llama", "qwen2" or "gemma2"
     n_embd: int = 384
     n_layers: int = 6
     n_heads: int = 6
     n_heads_kv: int = 6
     n_ff: int = 1024
     context_length: int = 4096
+    sliding_window: int = 0  # gemma2 only
     f16: bool = False
     seed: int = 0
 
@@ -53,6 +55,10 @@ def write_synth_model(path: Path, spec: SynthSpec) -> Path:
     w.add_layer_norm_rms_eps(1e-5)
     w.add_rope_dimension_count(head_dim)
     w.add_file_type(1 if spec.f16 else 0)
+    if spec.arch == "gemma2":
+        w.add_sliding_window(spec.sliding_window or 256)
+        w.add_attn_logit_softcapping(50.0)
+        w.add_final_logit_softcapping(30.0)
     w.add_tokenizer_model("llama")
     w.add_token_list(tokens)
     w.add_token_scores(scores)
@@ -71,7 +77,8 @@ def write_synth_model(path: Path, spec: SynthSpec) -> Path:
 
     t("token_embd.weight", len(tokens), e)
     ones("output_norm.weight", e)
-    t("output.weight", len(tokens), e)
+    if spec.arch != "gemma2":  # gemma2 reuses the embedding as its output layer
+        t("output.weight", len(tokens), e)
     for i in range(spec.n_layers):
         ones(f"blk.{i}.attn_norm.weight", e)
         t(f"blk.{i}.attn_q.weight", e, e)
@@ -82,6 +89,9 @@ def write_synth_model(path: Path, spec: SynthSpec) -> Path:
             t(f"blk.{i}.attn_k.bias", kv_dim)
             t(f"blk.{i}.attn_v.bias", kv_dim)
         t(f"blk.{i}.attn_output.weight", e, e)
+        if spec.arch == "gemma2":
+            ones(f"blk.{i}.post_attention_norm.weight", e)
+            ones(f"blk.{i}.post_ffw_norm.weight", e)
         ones(f"blk.{i}.ffn_norm.weight", e)
         t(f"blk.{i}.ffn_gate.weight", ff, e)
         t(f"blk.{i}.ffn_up.weight", ff, e)

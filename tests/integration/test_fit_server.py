@@ -2,7 +2,8 @@
 
 Each combination is a preset section (ctx-size, cache types) of a real router started with `-lv 4`; after its
 load, the child's own lines are read from the router's log: `model buffer size`, `llama_kv_cache: size =`,
-`compute buffer size`. The estimate must hold within 10 % of model + KV + compute and the KV part within 3 %.
+`compute buffer size` (summed: a sliding-window model has two KV caches).
+The estimate must hold within 10 % of model + KV + compute and the KV part within 3 %.
 The comparison table is printed (pytest -s shows it; it is also in the failure message).
 """
 
@@ -24,6 +25,10 @@ MODELS = {
     # grouped-query attention: 8 query heads share 2 KV heads
     "llama-gqa": SynthSpec("llama-gqa", arch="llama", n_embd=512, n_layers=6, n_heads=8, n_heads_kv=2, n_ff=1408),
     "qwen2-f16": SynthSpec("qwen2-f16", arch="qwen2", n_embd=384, n_layers=8, n_heads=6, n_ff=1024, f16=True),
+    # every other layer keeps only a 256-token window (+ ubatch, × sequences) in its KV cache
+    "gemma2-swa": SynthSpec(
+        "gemma2-swa", arch="gemma2", n_embd=512, n_layers=6, n_heads=8, n_heads_kv=4, n_ff=1024, sliding_window=256
+    ),
 }
 COMBOS = [
     ("llama-gqa", 512, "f16"),
@@ -31,6 +36,8 @@ COMBOS = [
     ("qwen2-f16", 2048, "q4_0"),
     ("qwen2-f16", 0, "f16"),  # 0: the model's own context length (4096)
     ("qwen2-f16", 1000, "q8_0"),  # padded to 1024 cells
+    ("gemma2-swa", 4096, "f16"),
+    ("gemma2-swa", 1024, "q8_0"),  # the window's cells (1536) exceed the context: capped at 1024
 ]
 
 _MODEL_RE = re.compile(r"model buffer size\s*=\s*([0-9.]+) MiB")
@@ -91,9 +98,9 @@ def test_estimate_holds_against_llama_server(llama_server: str, tmp_path: Path) 
             rows.append((model, ctx, cache, est.total / MIB, server_total / MIB, total_err, est.kv.bytes / MIB, kv_err))
     finally:
         router.stop()
-    table = ["model      ctx   cache  est MiB  server MiB  err %   est KV MiB  KV err %"]
+    table = ["model       ctx   cache  est MiB  server MiB  err %   est KV MiB  KV err %"]
     for m, c, t, e, s, err, ekv, kerr in rows:
-        table.append(f"{m:10} {c:5} {t:6} {e:8.2f} {s:11.2f} {err:6.2f} {ekv:11.2f} {kerr:8.2f}")
+        table.append(f"{m:11} {c:5} {t:6} {e:8.2f} {s:11.2f} {err:6.2f} {ekv:11.2f} {kerr:8.2f}")
     print("\n" + "\n".join(table))
     assert len(rows) == len(COMBOS)
     for m, c, t, _e, _s, err, _ekv, kerr in rows:
