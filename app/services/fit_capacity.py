@@ -203,3 +203,22 @@ def summary(v: Verdict, ev: Eviction) -> str:
     if v.verdict == "no" and not ev.evicts and not ev.refused:
         parts.append("models_max allows it but memory does not")
     return " · ".join(parts)
+
+
+def load_hint(target: str, models: Sequence[ModelInfo], models_max: int | None, stats: HostStats | None) -> str:
+    """What the palette's "Load" entry adds from what the fleet already holds (no file is read for it): the
+    eviction and the free memory. The estimate and so the verdict need the model's header: `llamaherd fit`."""
+    parts = []
+    if stats is not None:
+        cap = capacity(stats)
+        parts.append(f"{cap.free_ram / 1e9:.1f} GB RAM free")
+        if cap.gpu_count:
+            parts.append(f"{cap.gpu_free / 1e9:.1f} GB GPU free")
+    ev = eviction(target, models, models_max)
+    if ev.evicts:
+        parts.append("evicts " + ", ".join(ev.evicts))
+    elif ev.candidates:
+        parts.append("evicts one of " + ", ".join(ev.candidates))
+    elif ev.refused:
+        parts.append("router full, nothing idle: it will refuse")
+    return " · ".join(parts)

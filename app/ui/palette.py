@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from app.services.fit_capacity import load_hint
+
 if TYPE_CHECKING:
     from app.ui.app import HerdApp
 
@@ -24,7 +26,9 @@ class HerdCommands(Provider):
             for m in st.models:
                 # Both, whatever the state: typing "unload alpha" should always find it; the router says no if moot.
                 now = f"now {m.state.value}"
-                yield f"Load {m.id} on {machine}", partial(dashboard.load, machine, m.id), now
+                hint = load_hint(m.id, st.models, st.view.models_max, st.stats)
+                load_help = f"{now} · {hint}" if hint else now
+                yield f"Load {m.id} on {machine}", partial(dashboard.load, machine, m.id), load_help
                 yield f"Unload {m.id} on {machine}", partial(dashboard.unload, machine, m.id), now
 
     async def discover(self) -> Hits:

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from app.services.fit_capacity import capacity, eviction, setup_from_args, shard_paths, summary, verdict
+from app.services.fit_capacity import (
+    capacity,
+    eviction,
+    load_hint,
+    setup_from_args,
+    shard_paths,
+    summary,
+    verdict,
+)
 from app.services.fit_estimate import FitEstimate, Part
 from app.services.types import GpuStats, HostStats, ModelInfo, ModelState
 
@@ -89,3 +97,11 @@ def test_shard_paths() -> None:
         "/m/big-00003-of-00003.gguf",
     ]
     assert shard_paths("/m/one.gguf") == ["/m/one.gguf"]
+
+
+def test_load_hint_for_the_palette() -> None:
+    models = [m("chat-small", ModelState.LOADED), m("big", ModelState.UNLOADED)]
+    hint = load_hint("big", models, 1, stats(used=10 * GB, total=16 * GB))
+    assert hint == "6.0 GB RAM free · evicts chat-small"
+    assert load_hint("big", models, 4, None) == ""
+    assert load_hint("big", [m("a", ModelState.LOADING)], 1, None) == "router full, nothing idle: it will refuse"
