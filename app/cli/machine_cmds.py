@@ -15,6 +15,7 @@ from app.cli.wording import say
 from app.services.errors import HerdError
 from app.services.logs import LogAttributor
 from app.services.machine import Machine
+from app.services.textsafe import visible, visible_lines
 from app.services.types import ModelState, RouterState
 
 STATUS_TIMEOUT = 10.0
@@ -116,7 +117,7 @@ async def cmd_status(ctx: CliContext, args: argparse.Namespace) -> int:
         print(json.dumps(results, indent=2))
     else:
         for r in results:
-            print(format_status(r))
+            print(visible_lines(format_status(r)))
     return 0
 
 
@@ -130,7 +131,8 @@ async def cmd_start(ctx: CliContext, args: argparse.Namespace) -> int:
             return 1
         took = time.monotonic() - t0
     verb = f"started in {took:.1f} s" if started else "already running (adopted)"
-    print(f"{m.name}: router {verb}: pid {rec.pid}, port {rec.port} on 127.0.0.1, preset {rec.preset}, log {rec.log}")
+    where = f"pid {rec.pid}, port {rec.port} on 127.0.0.1, preset {rec.preset}, log {rec.log}"
+    print(visible(f"{m.name}: router {verb}: {where}"))
     return 0
 
 
@@ -138,7 +140,7 @@ async def cmd_stop(ctx: CliContext, args: argparse.Namespace) -> int:
     async with ctx.managed(args.machine, "llamaherd does not stop somebody else's router") as (m, manager):
         st = await manager.stop()
     pid = f" (pid {st.record.pid})" if st.record else ""
-    print(f"{m.name}: router {st.state}{pid}" + (f": {st.reason}" if st.reason else ""))
+    print(visible_lines(f"{m.name}: router {st.state}{pid}" + (f": {st.reason}" if st.reason else "")))
     return 0
 
 
@@ -157,13 +159,13 @@ async def cmd_logs(ctx: CliContext, args: argparse.Namespace) -> int:
             if args.model:
                 lines = [ln for ln in lines if ln.model == args.model]
             for ln in lines[-want:]:
-                print(ln.raw)
+                print(visible(ln.raw))
             return 0
         async for text in m.transport.tail(path, lines=max(want * 20, 2000) if args.model else want):
             ln = att.parse(text)
             if args.model and ln.model != args.model:
                 continue
-            print(ln.raw, flush=True)
+            print(visible(ln.raw), flush=True)
     return 0
 
 

@@ -8,6 +8,7 @@ import sys
 from enum import Enum
 from typing import Any
 
+from app.services.textsafe import visible, visible_lines
 from app.services.types import ModelInfo, ModelListEvent, ModelStatusEvent, RouterEvent
 
 
@@ -74,11 +75,19 @@ def models_table(models: list[ModelInfo]) -> str:
         if m.state.value == "failed":
             status = f"failed (exit {m.exit_code})"
         rows.append(
-            (m.id, status, str(m.n_ctx or "-"), human_count(m.n_params), human_size(m.size), ",".join(m.aliases) or "-")
+            (
+                visible(m.id),
+                status,
+                str(m.n_ctx or "-"),
+                human_count(m.n_params),
+                human_size(m.size),
+                visible(",".join(m.aliases)) or "-",
+            )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
 
 
 def err(msg: str) -> None:
-    print(f"llamaherd: {msg}", file=sys.stderr)
+    # Messages carry outside text (paths, router answers, remote stderr): shown, never interpreted.
+    print(f"llamaherd: {visible_lines(msg)}", file=sys.stderr)

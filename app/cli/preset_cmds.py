@@ -20,6 +20,7 @@ from app.services.preset_store import (
     set_keys,
     unset_keys,
 )
+from app.services.textsafe import visible, visible_lines
 
 
 def parse_assignments(items: list[str]) -> dict[str, str]:
@@ -39,12 +40,12 @@ async def _run_edit(m: Machine, edit_for: Callable[[frozenset[str]], Edit], dry_
     edit = edit_for(known)
     plan = await store.plan(edit, snapshot)
     if plan.no_change:
-        print(f"{plan.snapshot.path}: nothing to change (no write, no reload)")
+        print(visible(f"{plan.snapshot.path}: nothing to change (no write, no reload)"))
         return 0
-    print(plan.diff, end="" if plan.diff.endswith("\n") else "\n")
+    print(visible_lines(plan.diff), end="" if plan.diff.endswith("\n") else "\n")
     if plan.router_running:
         hit = ", ".join(plan.will_unload) if plan.will_unload else "no loaded model"
-        print(f"reload will unload: {hit}")
+        print(visible(f"reload will unload: {hit}"))
     else:
         print("the router is not running: it reads the file when it starts (no reload)")
     if dry_run:
@@ -55,7 +56,7 @@ async def _run_edit(m: Machine, edit_for: Callable[[frozenset[str]], Edit], dry_
     if result.backup:
         bits.append(f"backup {result.backup}")
     bits.append("router reloaded" if result.reloaded else "no reload")
-    print("; ".join(bits))
+    print(visible("; ".join(bits)))
     return 0
 
 
@@ -64,18 +65,18 @@ async def cmd_show(ctx: CliContext, args: argparse.Namespace) -> int:
         await m.transport.connect()
         snap = await PresetStore(m).read()
     if not snap.exists:
-        print(f"{snap.path}: no preset file yet")
+        print(visible(f"{snap.path}: no preset file yet"))
         return 0
     if args.model is None:
-        print(snap.text, end="")
+        print(visible_lines(snap.text), end="")
         return 0
     section = snap.doc.get(args.model)
     if section is None:
         err(f"no section [{args.model}] in {snap.path}")
         return 1
-    print(f"[{args.model}]")
+    print(visible(f"[{args.model}]"))
     for k, v in section.items():
-        print(f"{k} = {v}")
+        print(visible(f"{k} = {v}"))
     return 0
 
 

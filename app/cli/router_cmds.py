@@ -11,6 +11,7 @@ from app.cli.output import err, event_json, models_table, to_jsonable
 from app.cli.wording import say
 from app.services.errors import HerdError
 from app.services.loading import ensure_loaded
+from app.services.textsafe import visible
 
 
 async def cmd_models(ctx: CliContext, args: argparse.Namespace) -> int:
@@ -27,7 +28,7 @@ async def cmd_load(ctx: CliContext, args: argparse.Namespace) -> int:
     async with ctx.router(args.machine) as r:
         if not args.wait:
             asked = await r.client.load(args.model)
-            print(f"{args.model}: load requested" if asked else f"{args.model}: already running")
+            print(visible(f"{args.model}: load requested" if asked else f"{args.model}: already running"))
             return 0
         try:
             info = await ensure_loaded(r.client, args.model, timeout=args.timeout, log_tail=r.model_log_tail)
@@ -35,14 +36,14 @@ async def cmd_load(ctx: CliContext, args: argparse.Namespace) -> int:
             err(say(e))
             return 1
     ctx_text = f" (n_ctx {info.n_ctx})" if info and info.n_ctx else ""
-    print(f"{args.model}: loaded{ctx_text}")
+    print(visible(f"{args.model}: loaded{ctx_text}"))
     return 0
 
 
 async def cmd_unload(ctx: CliContext, args: argparse.Namespace) -> int:
     async with ctx.router(args.machine) as r:
         await r.client.unload(args.model)
-    print(f"{args.model}: unload requested")
+    print(visible(f"{args.model}: unload requested"))
     return 0
 
 

@@ -15,11 +15,13 @@ from typing import Any, ClassVar
 from textual import events, work
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.worker import Worker, WorkerState
 
 from app.config import Config
+from app.services.textsafe import visible, visible_lines
 from app.services.types import FleetEvent
 from app.ui.dashboard import DashboardScreen
 from app.ui.fleet_api import FleetApi
@@ -133,6 +135,20 @@ class HerdApp(App[int]):
         if self.ascii_mode and not shown.isascii():
             return binding.key  # "up" rather than an arrow a non-UTF-8 terminal cannot show
         return shown
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every toast, from every screen: plain text with control characters shown. Messages carry model ids,
+        paths and remote error text; as markup, "Saved [tiny-a]" lost its name and a path with `[/x]` raised
+        MarkupError and took the dashboard down. `markup` is accepted for Textual's signature and ignored."""
+        super().notify(visible_lines(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place an unexpected worker failure surfaces: as a notification, not a crash."""

@@ -11,6 +11,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from app.ui.plain import plain
+
 
 class ConfirmScreen(ModalScreen[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -21,7 +23,7 @@ class ConfirmScreen(ModalScreen[bool]):
     def __init__(self, title: str, body: Text | str, yes: str = "Yes") -> None:
         super().__init__()
         self.title_text = title
-        self.body = body
+        self.body = body if isinstance(body, Text) else plain(body, multiline=True)  # names in it are not markup
         self.yes = yes
 
     def compose(self) -> ComposeResult:
@@ -32,7 +34,7 @@ class ConfirmScreen(ModalScreen[bool]):
                 yield Button("Cancel (n)", id="no")
 
     def on_mount(self) -> None:
-        self.query_one("#confirm-box").border_title = self.title_text
+        self.query_one("#confirm-box").border_title = plain(self.title_text)
         self.query_one("#no", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:

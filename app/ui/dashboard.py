@@ -21,6 +21,7 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Static
 
 from app.services.binary import HOW_TO_GET
 from app.services.errors import HerdError
+from app.services.textsafe import visible
 from app.ui import keys
 from app.ui.confirm import ConfirmScreen
 from app.ui.fleet_table import FleetTable
@@ -314,11 +315,11 @@ class DashboardScreen(Screen[None]):
             return
         machine = target[0]
         running = self.herd.state.get(machine).running_models()
-        body = Text.assemble(("Stop the router on ", ""), (machine, "bold"), "?\n\n")
+        body = Text.assemble(("Stop the router on ", ""), (visible(machine), "bold"), "?\n\n")
         if running:
             body.append("These models will be unloaded:\n")
             for name in running:
-                body.append(f"  {self.herd.glyphs.loaded} {name}\n", style="bold")
+                body.append(f"  {self.herd.glyphs.loaded} {visible(name)}\n", style="bold")
         else:
             body.append("No model is loaded there.\n", style=DIM)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.services.textsafe import visible
 from app.services.types import ModelInfo
 from app.ui.format import DIM
 from app.ui.glyphs import Glyphs
@@ -33,7 +34,7 @@ class FleetTable(KeyedTable):
         w, narrow, g = max(8, self.id_width - 10), self.narrow, self.glyphs
         out: dict[str, Row] = {}
         for machine, models in self.sources.items():
-            shown = g.clip(machine, 14)
+            shown = g.clip(visible(machine), 14)
             style = DIM if machine in self.down else ""
             for m in models:
                 if matches(m, self.filter_text) or self.filter_text.lower() in machine.lower():

@@ -6,6 +6,7 @@ their contrast in tmux with TERM=screen-256color, where true colour is not passe
 
 from __future__ import annotations
 
+from app.services.textsafe import visible
 from app.services.types import Connection, MachineView, ModelInfo, ModelState, RouterState
 from app.ui.glyphs import Glyphs
 
@@ -150,7 +151,7 @@ def connection_text(v: MachineView) -> tuple[str, str]:
         return "connected", OK
     if c is Connection.CONNECTING:
         return "connecting", BUSY
-    reason = f": {v.connection_reason}" if v.connection_reason else ""
+    reason = f": {visible(v.connection_reason)}" if v.connection_reason else ""
     return f"unreachable{reason}", BAD
 
 
@@ -174,9 +175,9 @@ def router_text(v: MachineView, now: float | None) -> tuple[str, str]:
         return "no router", DIM
     if st is RouterState.EXITED:
         code = f" with code {v.exit_code}" if v.exit_code is not None else ""
-        why = f": {v.router_reason}" if v.router_reason else ""
+        why = f": {visible(v.router_reason)}" if v.router_reason else ""
         return f"exited{code}{why}", BAD
     if st is RouterState.UNREACHABLE:
-        why = f": {v.router_reason}" if v.router_reason else ""
+        why = f": {visible(v.router_reason)}" if v.router_reason else ""
         return f"not answering{why}", BAD
     return "router not seen yet", DIM

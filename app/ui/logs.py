@@ -18,9 +18,11 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import RichLog
 
+from app.services.textsafe import visible
 from app.services.types import LogLine
 from app.ui.format import DIM
 from app.ui.glyphs import Glyphs
+from app.ui.plain import plain
 
 # Children print most failures without a level ("failed to load model"), so the words count too.
 _ERROR_WORDS = re.compile(r"\b(error|failed|fatal|abort(ed)?|exception)\b", re.IGNORECASE)
@@ -44,13 +46,13 @@ def effective_level(ln: LogLine) -> str:
 def line_text(ln: LogLine, search: str, g: Glyphs) -> Text:
     level = effective_level(ln)
     style = {"E": "red", "W": "yellow", "D": DIM, "T": DIM}.get(level, "")
-    who = ln.model or (f"[{ln.port}]" if ln.port else ln.source)
+    who = visible(ln.model or (f"[{ln.port}]" if ln.port else ln.source))
     t = Text.assemble(
-        ((ln.level or " "), f"bold {style}".strip()),
+        (visible(ln.level or " "), f"bold {style}".strip()),
         " ",
         (g.clip(who, WHO_WIDTH).ljust(WHO_WIDTH), "cyan" if ln.model else DIM),
         " ",
-        (ln.text, style),
+        (visible(ln.text), style),
     )
     if search:
         t.highlight_regex(re.compile(re.escape(search), re.IGNORECASE), "reverse")
@@ -136,14 +138,14 @@ class LogPanel(RichLog):
         self._subtitle()
 
     def _subtitle(self) -> None:
-        self.border_title = f"log: {self.machine}" if self.machine else "log"
+        self.border_title = plain(f"log: {self.machine}" if self.machine else "log")
         parts = ["following" if self.following else f"paused, {self.unseen} new lines"]
         parts.append(LEVEL_NAMES[self.level])
         if self.model:
             parts.append(f"model {self.model}")
         if self.search:
             parts.append(f"/{self.search}")
-        self.border_subtitle = f" {self.glyphs.dot} ".join(parts)
+        self.border_subtitle = plain(f" {self.glyphs.dot} ".join(parts))  # a model name or a search: not markup
 
     # ---- filters ----
 

@@ -20,9 +20,11 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Static
 
+from app.services.textsafe import visible_lines
 from app.services.types import GpuStats
 from app.ui.format import BAD, BUSY, DIM, connection_text, human_bytes, is_down, router_text
 from app.ui.glyphs import Glyphs
+from app.ui.plain import plain, safe_text
 from app.ui.state import MachineState
 
 ONE_LINE_MIN_WIDTH = 56  # below this a card uses several lines
@@ -69,7 +71,8 @@ class MachineCard(Widget):
         return len(self._lines(width))
 
     def render(self) -> Text:
-        return Text("\n").join(self._lines(self.content_size.width or self.size.width))
+        # A net under the pieces below (names, reasons and problems are made visible where they are placed).
+        return safe_text(Text("\n").join(self._lines(self.content_size.width or self.size.width)), multiline=True)
 
     # ---- drawing ----
 
@@ -83,9 +86,9 @@ class MachineCard(Widget):
         ctext, cstyle = connection_text(v)
         mark = Text(g.selected if self.selected else " ", style="bold")
         dot = Text(g.machine_down if down else g.machine_up, style=BAD if down else "green")
-        name = Text(v.name, style="bold")
+        name = plain(v.name, "bold")
         if width >= ONE_LINE_MIN_WIDTH:
-            name.pad_right(max(0, self.name_width - len(v.name)))
+            name.pad_right(max(0, self.name_width - name.cell_len))
             head = Text.assemble(mark, dot, " ", name, "  ", (ctext.ljust(9), cstyle), " ", (rtext.ljust(14), rstyle))
             lines = [head + self._fit_stats(width - head.cell_len)]
         else:
@@ -105,7 +108,7 @@ class MachineCard(Widget):
             lines += [Text("  ") + p for p in self._stat_parts(inner, compact=False)]
         if st.problem:
             room = max(4, width - 3)
-            wrapped = g.wrap(st.problem, room, 1 if width >= ONE_LINE_MIN_WIDTH else 3)
+            wrapped = g.wrap(visible_lines(st.problem), room, 1 if width >= ONE_LINE_MIN_WIDTH else 3)
             for i, chunk in enumerate(wrapped):
                 lines.append(Text.assemble(" ", (g.failed if i == 0 else " ", BAD), " ", (chunk, BAD)))
         if down:
@@ -284,7 +287,7 @@ class MachinesPane(VerticalScroll, can_focus=True):
         if text == self._hint_text:
             return
         self._hint_text = text
-        self._hint.update(text)
+        self._hint.update(safe_text(text, multiline=True))
         self._hint.display = bool(text.plain)
 
     @property

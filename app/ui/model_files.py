@@ -27,6 +27,7 @@ from app.services.errors import HerdError, PresetError, SectionExists
 from app.services.preset_store import PresetConflict, PresetPlan, PresetResult, PresetSnapshot, add_section
 from app.ui.file_rows import FileRow, base_dir, file_rows, row_hint, shown_path
 from app.ui.format import BAD, BUSY, DIM, human_bytes
+from app.ui.plain import plain, safe_text
 from app.ui.preset_review import PresetReview, add_head
 from app.ui.preset_write import PresetFleet, conflict_head, known_keys, write_preset
 
@@ -141,7 +142,7 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
         if self.snapshot is not None:
             t.append("\npreset ", style=DIM)
             t.append(self.snapshot.path, style=DIM)
-        return t
+        return safe_text(t, multiline=True)
 
     def on_mount(self) -> None:
         table = self.table
@@ -199,11 +200,11 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
         table.clear()
         for r in rows:
             table.add_row(
-                shown_path(r.path, base),
+                plain(shown_path(r.path, base)),  # a str cell would be parsed as markup
                 Text(human_bytes(r.size), justify="right"),
-                r.role,
-                r.section,
-                r.beside,
+                safe_text(r.role),
+                safe_text(r.section),
+                safe_text(r.beside),
                 key=r.key,
             )
         self.query_one("#mf-empty").display = False
@@ -243,12 +244,14 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
         row = self.current_row() if message else None
         self._error_row = row.key if row else None
         error = self.query_one("#mf-error", Static)
-        error.update(message if isinstance(message, Text) else Text(message, style=style))
+        error.update(
+            safe_text(message, multiline=True) if isinstance(message, Text) else plain(message, style, multiline=True)
+        )
         error.display = bool(message)
 
     def _show_warning(self, message: str) -> None:
         warning = self.query_one("#mf-warning", Static)
-        warning.update(Text(message))
+        warning.update(plain(message, multiline=True))
         warning.display = bool(message)
 
     def _show_hint(self) -> None:
@@ -257,7 +260,7 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
         if row is None:
             hint.display = False
             return
-        hint.update(Text(row_hint(row, self.snapshot)))
+        hint.update(plain(row_hint(row, self.snapshot), multiline=True))
         hint.display = True
 
     @on(DataTable.RowHighlighted, "#mf-table")
@@ -361,7 +364,7 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
         for r in file_rows(self.discovery, self.snapshot):
             if r.key in self.rows:
                 self.rows[r.key] = r
-                table.update_cell(r.key, "section", r.section)
+                table.update_cell(r.key, "section", safe_text(r.section))
         self._show_hint()
 
     def _to_review(self, head: Text, diff: str, mode: FilesMode) -> None:

@@ -19,9 +19,11 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 
+from app.services.textsafe import visible
 from app.services.types import ModelInfo
 from app.ui.format import DIM, badge, human_bytes, human_count, human_ctx, state_rank, vision
 from app.ui.glyphs import Glyphs
+from app.ui.plain import plain
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,8 @@ class SortCell(Text):
     """A Text that carries its sort value, so DataTable.sort orders by numbers rather than by printed text."""
 
     def __init__(self, spec: CellSpec) -> None:
-        super().__init__(spec.text, style=spec.style, no_wrap=True, overflow="ellipsis", end="")
+        # Every table cell passes here: the last place outside text is made visible (idempotent on visible text).
+        super().__init__(visible(spec.text), style=spec.style, no_wrap=True, overflow="ellipsis", end="")
         self.sort_value = spec.sort
 
 
@@ -91,17 +94,20 @@ def model_cells(m: ModelInfo, g: Glyphs, id_width: int, narrow: bool) -> Row:
     if narrow and " " in btext and "%" in btext:
         btext = btext.rsplit(" ", 1)[0]  # the percentage is enough where columns are scarce
     vtext, vstyle = vision(m)
-    aliases = ", ".join(a for a in m.aliases if a != m.id)
+    # Visible before clipping, so the width is that of what is shown (a newline in an id never splits its row).
+    shown_id = visible(m.id)
+    aliases = visible(", ".join(a for a in m.aliases if a != m.id))
+    tags = visible(", ".join(m.tags))
     return (
-        CellSpec(g.clip(m.id, id_width), "bold", m.id.lower()),
+        CellSpec(g.clip(shown_id, id_width), "bold", m.id.lower()),
         CellSpec(btext, bstyle, (state_rank(m), m.id.lower())),
         CellSpec(vtext, vstyle, {"yes": 0, "no": 1}.get(vtext, 2)),
         CellSpec(human_ctx(m.n_ctx), "", m.n_ctx or -1),
         CellSpec(human_bytes(m.size), "", m.size or -1),
         CellSpec(human_count(m.n_params), "", m.n_params or -1),
         CellSpec(g.clip(aliases, 24), DIM, aliases),
-        CellSpec(g.clip(", ".join(m.tags), 24), DIM, ",".join(m.tags)),
-        CellSpec(m.source, DIM, m.source),
+        CellSpec(g.clip(tags, 24), DIM, ",".join(m.tags)),
+        CellSpec(visible(m.source), DIM, m.source),
     )
 
 
@@ -221,7 +227,7 @@ class KeyedTable(DataTable[Text]):
     def _show_sort(self) -> None:
         # In the border rather than the header: a changing header label would not resize its column.
         arrow = self.glyphs.sort_down if self.sort_reverse else self.glyphs.sort_up
-        self.border_subtitle = self.filter_note() + f"sort: {self.cols[self.sort_index].label} {arrow}"
+        self.border_subtitle = plain(self.filter_note() + f"sort: {self.cols[self.sort_index].label} {arrow}")
 
     def filter_note(self) -> str:
         return f"filter: {self.filter_text} {self.glyphs.sep} " if self.filter_text else ""
@@ -277,7 +283,7 @@ class ModelTable(KeyedTable):
         self.models = tuple(models)
         # A machine that is down keeps its last known list, dimmed, rather than an empty table.
         note = (" (nothing known yet)" if not self.models else " (last known)") if stale else ""
-        self.border_title = f"models: {machine}{note}"
+        self.border_title = plain(f"models: {machine}{note}")
         self.set_class(stale, "-stale")
         return self.refresh_rows()
 

@@ -7,6 +7,9 @@ from functools import partial
 from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+
+from app.services.textsafe import visible
 
 from app.services.fit_capacity import load_hint
 
@@ -31,13 +34,21 @@ class HerdCommands(Provider):
                 yield f"Load {m.id} on {machine}", partial(dashboard.load, machine, m.id), load_help
                 yield f"Unload {m.id} on {machine}", partial(dashboard.unload, machine, m.id), now
 
+    # Titles hold model ids and machine names: given as str, Textual parses them as markup (Matcher.highlight
+    # too), so an id with "[/x]" raised MarkupError. They go in as Content, made visible first.
     async def discover(self) -> Hits:
         for title, callback, help_text in self._commands():
-            yield DiscoveryHit(title, callback, help=help_text)
+            shown = visible(title)
+            yield DiscoveryHit(Content(shown), callback, text=shown, help=help_text)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for title, callback, help_text in self._commands():
-            score = matcher.match(title)
+            shown = visible(title)
+            score, offsets = matcher.fuzzy_search.match(query, shown)
             if score > 0:
-                yield Hit(score, matcher.highlight(title), callback, help=help_text)
+                content = Content(shown)
+                for i in offsets:
+                    if not shown[i].isspace():
+                        content = content.stylize(matcher.match_style, i, i + 1)
+                yield Hit(score, content, callback, text=shown, help=help_text)

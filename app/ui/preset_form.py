@@ -43,6 +43,7 @@ from app.ui.form_fields import (
     widget_id,
 )
 from app.ui.format import BUSY, DIM
+from app.ui.plain import plain, safe_text
 from app.ui.preset_review import PresetReview, save_head
 from app.ui.preset_write import PresetFleet, conflict_head, known_keys, write_preset
 
@@ -157,7 +158,7 @@ class PresetForm(ModalScreen[PresetResult | None]):
                 t.append("  (new section)", style=BUSY)
         else:
             t.append("  reading…", style=DIM)
-        return t
+        return safe_text(t)
 
     def on_mount(self) -> None:
         self.query_one("#pf-switcher").disabled = True
@@ -231,12 +232,12 @@ class PresetForm(ModalScreen[PresetResult | None]):
 
     def show_error(self, message: str, style: str = "") -> None:
         error = self.query_one("#pf-error", Static)
-        error.update(Text(message, style=style))
+        error.update(plain(message, style, multiline=True))
         error.display = bool(message)
 
     def _show_warning(self, message: str) -> None:
         warning = self.query_one("#pf-warning", Static)
-        warning.update(Text(message))
+        warning.update(plain(message, multiline=True))
         warning.display = bool(message)
 
     # ---- building the section ----

@@ -8,7 +8,9 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from app.services.preset_store import PresetPlan
+from app.services.textsafe import visible
 from app.ui.format import BAD, BUSY, DIM, OK
+from app.ui.plain import safe_text
 
 
 def diff_text(diff: str) -> Text:
@@ -25,7 +27,7 @@ def diff_text(diff: str) -> Text:
             style = "cyan"
         else:
             style = ""
-        out.append(line + "\n", style=style)
+        out.append(visible(line) + "\n", style=style)  # the file's own text: shown, never interpreted
     return out
 
 
@@ -69,7 +71,7 @@ class PresetReview(VerticalScroll):
 
     def show(self, head: Text, diff: str) -> None:
         """Show `head` over `diff` from the top, and take the focus (the keys scroll the diff)."""
-        self.query_one(".review-head", Static).update(head)
+        self.query_one(".review-head", Static).update(safe_text(head, multiline=True))
         self.query_one(".review-diff", Static).update(diff_text(diff))
         self.scroll_home(animate=False)
         self.focus()
