@@ -35,10 +35,17 @@ def parse_assignments(items: list[str]) -> dict[str, str]:
 
 async def _run_edit(m: Machine, edit_for: Callable[[frozenset[str]], Edit], dry_run: bool) -> int:
     store = PresetStore(m)
-    snapshot = await store.read()
     known = await store.known_keys()
     edit = edit_for(known)
-    plan = await store.plan(edit, snapshot)
+    if dry_run:
+        return await _edit_once(store, edit, dry_run)
+    # Read, plan and write under the preset's lock: a concurrent `preset set` waits and then builds on this edit.
+    async with store.locked(create_dir=True):
+        return await _edit_once(store, edit, dry_run)
+
+
+async def _edit_once(store: PresetStore, edit: Edit, dry_run: bool) -> int:
+    plan = await store.plan(edit, await store.read())
     if plan.no_change:
         print(visible(f"{plan.snapshot.path}: nothing to change (no write, no reload)"))
         return 0

@@ -68,12 +68,13 @@ def changed_sections(old: PresetDoc, new: PresetDoc) -> set[str]:
 # ---- showing a change ----
 
 
-def unified_diff(old_text: str, new_text: str, path: str) -> str:
-    """A unified diff of two versions of the file, for an operator to read before it is written."""
+def unified_diff(old_text: str, new_text: str, path: str, labels: tuple[str, str] = ("current", "new")) -> str:
+    """A unified diff of two versions of the file, for an operator to read before it is written; `labels` name
+    the two sides in its header."""
     old_lines = [body + eol for body, eol in split_lines(old_text)]
     new_lines = [body + eol for body, eol in split_lines(new_text)]
     out: list[str] = []
-    diff = difflib.unified_diff(old_lines, new_lines, fromfile=f"{path} (current)", tofile=f"{path} (new)")
+    diff = difflib.unified_diff(old_lines, new_lines, fromfile=f"{path} ({labels[0]})", tofile=f"{path} ({labels[1]})")
     for number, line in enumerate(diff):
         body = line.rstrip("\r\n")
         out.append(body)

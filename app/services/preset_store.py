@@ -9,10 +9,11 @@ section changed, and no others.
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 
 from app.services.errors import PresetError, RouterError, SectionExists
@@ -20,6 +21,7 @@ from app.services.help_keys import known_keys_from_help
 from app.services.machine import Machine
 from app.services.preset_diff import changed_sections, unified_diff
 from app.services.preset_fields import validate_key, validate_section_name, validate_value
+from app.services.preset_lock import preset_lock
 from app.services.preset_sections import validate_mapping
 from app.services.presets import GLOBAL_SECTION, PresetDoc
 from app.services.types import ModelInfo, RouterState
@@ -31,12 +33,14 @@ Edit = Callable[[PresetDoc], PresetDoc]
 
 
 class PresetConflict(PresetError):
-    """The file changed on disk since it was read; `diff` shows what changed there."""
+    """The file changed on disk since it was read; `diff` goes from the file as it is on disk now to the edit."""
 
     def __init__(self, path: str, diff: str) -> None:
         self.path = path
         self.diff = diff
-        super().__init__(f"{path} changed on disk since it was read; nothing was written. What changed:\n{diff}")
+        super().__init__(
+            f"{path} changed on disk since it was read; nothing was written. On disk now vs your edit:\n{diff}"
+        )
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,25 @@ class PresetStore:
         self.machine = machine
         self.manager = machine.manager
         self.transport = machine.transport
+        self._lock_depth = 0
+
+    @contextlib.asynccontextmanager
+    async def locked(self, *, create_dir: bool = True) -> AsyncIterator[None]:
+        """Hold the preset's lock (on the serving machine) for the body: read, plan and apply inside it and
+        a concurrent writer from any process waits, then sees this edit. Re-entrant within this store."""
+        if self._lock_depth:
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+            return
+        async with preset_lock(self.transport, await self.path(), create_dir=create_dir):
+            self._lock_depth = 1
+            try:
+                yield
+            finally:
+                self._lock_depth = 0
 
     async def path(self) -> str:
         return await self.manager.preset_path()
@@ -140,11 +163,14 @@ class PresetStore:
         if plan.no_change:
             return PresetResult(plan, written=False, backup=None, reloaded=False)  # identical text: no reload
         snap = plan.snapshot
-        current = await self.read()
-        if current.text != snap.text or current.exists != snap.exists:
-            raise PresetConflict(snap.path, unified_diff(snap.text, current.text, snap.path))
-        backup = await self._backup(snap) if snap.exists else None
-        await self.transport.write_file_atomic(snap.path, plan.new_text.encode("utf-8"), mode=0o600)
+        # Check and write under one lock: otherwise two writers can both pass the check and one edit is lost.
+        async with self.locked(create_dir=not snap.exists):
+            current = await self.read()
+            if current.text != snap.text or current.exists != snap.exists:
+                diff = unified_diff(current.text, plan.new_text, snap.path, labels=("on disk now", "your edit"))
+                raise PresetConflict(snap.path, diff)
+            backup = await self._backup(snap) if snap.exists else None
+            await self.transport.write_file_atomic(snap.path, plan.new_text.encode("utf-8"), mode=0o600)
         reloaded = False
         if plan.router_running and self.machine.client is not None:
             await self.machine.client.reload()  # only against a running router; a stopped one reads it at start
