@@ -45,6 +45,37 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
+@pytest.fixture(autouse=True)
+def dashboard_errors_fail_the_test(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Any uncaught exception in a Textual app during a test fails that test: one the app would die of, and one a
+    worker ended with (which the dashboard only shows as a toast). A test that provokes one on purpose says so
+    with @pytest.mark.app_errors_expected."""
+    if request.node.get_closest_marker("app_errors_expected"):
+        yield
+        return
+    from textual.app import App
+    from textual.worker import Worker, WorkerState
+
+    seen: list[str] = []
+    handle = App._handle_exception
+    run = Worker._run
+
+    def record(self: App[object], error: Exception) -> None:
+        seen.append(f"uncaught in {type(self).__name__}: {error!r}")
+        handle(self, error)
+
+    async def run_and_record(self: Worker[object], app: App[object]) -> None:
+        await run(self, app)
+        if self.state is WorkerState.ERROR:
+            seen.append(f"worker {self.name!r} failed: {self.error!r}")
+
+    monkeypatch.setattr(App, "_handle_exception", record)
+    monkeypatch.setattr(Worker, "_run", run_and_record)
+    yield
+    if seen:
+        pytest.fail("the dashboard raised during the test:\n" + "\n".join(seen), pytrace=False)
+
+
 RouterFactory = Callable[..., RouterProc]
 
 

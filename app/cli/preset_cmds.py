@@ -33,9 +33,12 @@ def parse_assignments(items: list[str]) -> dict[str, str]:
     return out
 
 
-async def _run_edit(m: Machine, edit_for: Callable[[frozenset[str]], Edit], dry_run: bool) -> int:
+async def _run_edit(
+    m: Machine, edit_for: Callable[[frozenset[str]], Edit], dry_run: bool, *, adds_keys: bool = True
+) -> int:
     store = PresetStore(m)
-    known = await store.known_keys()
+    # Only an edit that writes keys needs the server's options (`llama-server --help`); removing needs none.
+    known = await store.known_keys() if adds_keys else frozenset()
     edit = edit_for(known)
     if dry_run:
         return await _edit_once(store, edit, dry_run)
@@ -97,13 +100,13 @@ async def cmd_set(ctx: CliContext, args: argparse.Namespace) -> int:
 async def cmd_unset(ctx: CliContext, args: argparse.Namespace) -> int:
     async with ctx.machine(args.machine) as m:
         await m.transport.connect()
-        return await _run_edit(m, lambda known: unset_keys(args.model, list(args.keys)), args.dry_run)
+        return await _run_edit(m, lambda known: unset_keys(args.model, list(args.keys)), args.dry_run, adds_keys=False)
 
 
 async def cmd_remove(ctx: CliContext, args: argparse.Namespace) -> int:
     async with ctx.machine(args.machine) as m:
         await m.transport.connect()
-        return await _run_edit(m, lambda known: remove_section(args.model), args.dry_run)
+        return await _run_edit(m, lambda known: remove_section(args.model), args.dry_run, adds_keys=False)
 
 
 async def _discover(m: Machine, path: str) -> DiscoveredModel:

@@ -103,3 +103,14 @@ class SectionExists(PresetError):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(f"section [{name}] already exists")
+
+
+class WriteFailed(TransportError):
+    """A file could not be written: the original is as it was and no temporary file is left. `cause` is the
+    reason in a few words ("no space left on device", "read-only file system", ...)."""
+
+    def __init__(self, machine: str, path: str, cause: str) -> None:
+        self.machine = machine
+        self.path = path
+        self.cause = cause
+        super().__init__(f"{machine}: cannot write {path}: {cause}")

@@ -20,9 +20,10 @@ from typing import IO
 import psutil
 
 from app.services import probes
-from app.services.errors import TransportError
+from app.services.errors import TransportError, WriteFailed
 from app.services.transport import Transport, expand_template, parse_spawn_output, pick_free_port, spawn_args
 from app.services.types import Connection, FileInfo, GpuStats, HostStats, RunResult
+from app.services.write_errors import oserror_cause
 
 
 def _decode_line(raw: bytes) -> str:
@@ -230,7 +231,10 @@ class LocalTransport(Transport):
                     os.unlink(tmp)
                 raise
 
-        await asyncio.to_thread(write)
+        try:
+            await asyncio.to_thread(write)
+        except OSError as e:  # a full disk, a read-only mount...: a message, not a traceback
+            raise WriteFailed(self.name, path, oserror_cause(e)) from None
 
     async def stat(self, path: str) -> FileInfo | None:
         try:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import fcntl
 import os
 import posixpath
@@ -28,6 +27,7 @@ from typing import Any
 
 from app.services.errors import TransportError
 from app.services.transport import Transport
+from app.services.write_errors import oserror_cause, stderr_cause
 
 LOCK_TIMEOUT = 30.0
 _MISSING = 44
@@ -58,6 +58,10 @@ class PresetLockError(TransportError):
     """The preset's directory could not be locked: it is gone, unreadable, or another writer held it too long."""
 
 
+def _gone(where: str, path: str, folder: str) -> str:
+    return f"{where}: cannot write {path}: its directory {folder} no longer exists; nothing was written"
+
+
 def _busy_message(where: str, folder: str, timeout: float) -> str:
     return f"{where}: another llamaherd has been writing in {folder} for over {timeout:.0f} s; nothing was written"
 
@@ -73,15 +77,15 @@ async def preset_lock(
     """
     folder = posixpath.dirname(path) or "."
     if transport.is_local:
-        async with _local_lock(transport.name, folder, create_dir, timeout):
+        async with _local_lock(transport.name, path, folder, create_dir, timeout):
             yield
     else:
-        async with _remote_lock(transport, folder, create_dir, timeout):
+        async with _remote_lock(transport, path, folder, create_dir, timeout):
             yield
 
 
 @contextlib.asynccontextmanager
-async def _local_lock(where: str, folder: str, create_dir: bool, timeout: float) -> AsyncIterator[None]:
+async def _local_lock(where: str, path: str, folder: str, create_dir: bool, timeout: float) -> AsyncIterator[None]:
     def open_dir() -> int:
         if create_dir:
             os.makedirs(folder, exist_ok=True)
@@ -90,9 +94,9 @@ async def _local_lock(where: str, folder: str, create_dir: bool, timeout: float)
     try:
         fd = await asyncio.to_thread(open_dir)
     except FileNotFoundError:
-        raise PresetLockError(f"{where}: the directory {folder} no longer exists; nothing was written") from None
+        raise PresetLockError(_gone(where, path, folder)) from None
     except OSError as e:
-        raise PresetLockError(f"{where}: cannot open {folder}: {os.strerror(e.errno or errno.EIO).lower()}") from None
+        raise PresetLockError(f"{where}: cannot write {path}: {oserror_cause(e)} (locking {folder})") from None
     try:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -112,7 +116,9 @@ async def _local_lock(where: str, folder: str, create_dir: bool, timeout: float)
 
 
 @contextlib.asynccontextmanager
-async def _remote_lock(transport: Transport, folder: str, create_dir: bool, timeout: float) -> AsyncIterator[None]:
+async def _remote_lock(
+    transport: Transport, path: str, folder: str, create_dir: bool, timeout: float
+) -> AsyncIterator[None]:
     ensure = getattr(transport, "ensure_connected", None)
     if ensure is None:  # pragma: no cover - every remote transport has it
         raise PresetLockError(f"{transport.name}: cannot lock {folder} on this kind of machine")
@@ -134,7 +140,7 @@ async def _remote_lock(transport: Transport, folder: str, create_dir: bool, time
                 await asyncio.wait_for(proc.wait(), 5)
             code = proc.exit_status
             if code == _MISSING:
-                msg = f"{transport.name}: the directory {folder} no longer exists; nothing was written"
+                msg = _gone(transport.name, path, folder)
             elif code == _BUSY:
                 msg = _busy_message(transport.name, folder, timeout)
             else:
@@ -143,7 +149,7 @@ async def _remote_lock(transport: Transport, folder: str, create_dir: bool, time
                     raw = await asyncio.wait_for(proc.stderr.read(4096), 1)
                 detail = raw.decode(errors="replace").strip().splitlines()
                 why = detail[-1] if detail else f"exit code {code}"
-                msg = f"{transport.name}: cannot lock {folder}: {why}"
+                msg = f"{transport.name}: cannot write {path}: {stderr_cause(why)} (locking {folder})"
             raise PresetLockError(msg)
         yield
     finally:

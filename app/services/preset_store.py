@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 
-from app.services.errors import PresetError, RouterError, SectionExists
+from app.services.errors import PresetError, RouterError, SectionExists, WriteFailed
 from app.services.help_keys import known_keys_from_help
 from app.services.machine import Machine
 from app.services.preset_diff import changed_sections, unified_diff
@@ -169,8 +169,13 @@ class PresetStore:
             if current.text != snap.text or current.exists != snap.exists:
                 diff = unified_diff(current.text, plan.new_text, snap.path, labels=("on disk now", "your edit"))
                 raise PresetConflict(snap.path, diff)
-            backup = await self._backup(snap) if snap.exists else None
-            await self.transport.write_file_atomic(snap.path, plan.new_text.encode("utf-8"), mode=0o600)
+            try:
+                backup = await self._backup(snap) if snap.exists else None
+                await self.transport.write_file_atomic(snap.path, plan.new_text.encode("utf-8"), mode=0o600)
+            except WriteFailed as e:  # one line naming the preset and why; its text is what it was
+                backup_name = posixpath.basename(e.path)
+                cause = e.cause if e.path == snap.path else f"{e.cause} (making its backup {backup_name})"
+                raise WriteFailed(e.machine, snap.path, f"{cause}; the preset is as it was") from None
         reloaded = False
         if plan.router_running and self.machine.client is not None:
             await self.machine.client.reload()  # only against a running router; a stopped one reads it at start

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 import asyncssh
 
 from app.services import probes
-from app.services.errors import TransportError
+from app.services.errors import TransportError, WriteFailed
 from app.services.ssh_forward import PortForwards
 from app.services.ssh_hostkeys import describe
 from app.services.ssh_link import SshLink, SshTarget
@@ -35,6 +35,7 @@ from app.services.transport import (
     spawn_args,
 )
 from app.services.types import FileInfo, HostStats, RunResult
+from app.services.write_errors import DIAGNOSE_SCRIPT, diagnosed_cause, sftp_cause, stderr_cause
 
 # OpenSSH's default MaxSessions is 10 per connection; long-lived tails and SFTP use some, so short commands
 # are capped below it rather than being refused by the server under load.
@@ -276,6 +277,9 @@ class SshTransport(Transport):
         if sftp is not None:
             try:
                 await self._sftp_write(sftp, path, data, mode)
+            except asyncssh.SFTPError as e:
+                cause = sftp_cause(e.code, e.reason) or await self._diagnose(path, len(data))
+                raise WriteFailed(self.name, path, cause) from None
             except (asyncssh.Error, OSError) as e:
                 raise TransportError(f"{self.name}: cannot write {path}: {describe(e)}") from None
             return
@@ -286,10 +290,18 @@ class SshTransport(Transport):
         else:
             res = await self._sh(_WRITE_SCRIPT, *args, input=b64.encode("ascii"), what="write")
         if not res.ok:
-            raise self._failed("cannot write", path, res)
+            raise WriteFailed(self.name, path, stderr_cause(res.stderr.decode(errors="replace")))
         wrote = res.stdout.decode(errors="replace").rstrip("\n")
         if wrote != path:
             raise TransportError(f"{self.name}: writing {path}: the far side reported {wrote!r}")
+
+    async def _diagnose(self, path: str, size: int) -> str:
+        """Why a write failed when SFTP said only "Failure" (OpenSSH's answer to both ENOSPC and EROFS)."""
+        try:
+            res = await self._sh(DIAGNOSE_SCRIPT, posixpath.dirname(path) or ".", what="free space")
+        except TransportError:
+            return "the server said only 'Failure'"
+        return diagnosed_cause(res.stdout.decode(errors="replace"), size)
 
     async def _sftp_write(self, sftp: asyncssh.SFTPClient, path: str, data: bytes, mode: int) -> None:
         parent = posixpath.dirname(path)

@@ -155,7 +155,7 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
 
     # ---- reading ----
 
-    @work(exclusive=True, group=GROUP)
+    @work(exclusive=True, group=GROUP, exit_on_error=False)  # a failure is a message, the dashboard stays up
     async def load(self) -> None:
         keep = self.current_row()  # a rescan keeps the cursor on the same file
         self._set_mode(FilesMode.LOADING)
@@ -323,7 +323,7 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
         self._set_mode(FilesMode.FILES)
         self.table.focus()
 
-    @work(exclusive=True, group=GROUP)
+    @work(exclusive=True, group=GROUP, exit_on_error=False)  # a failure is a message, the dashboard stays up
     async def add(self, model: DiscoveredModel, name: str) -> None:
         """Plan `[name]` for the model against the file as it is now, then show the diff."""
         self.busy = True
@@ -383,7 +383,7 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
         if self.mode is FilesMode.REVIEW and self.plan is not None and not self.busy:
             self.write(self.plan)
 
-    @work(exclusive=True, group=GROUP)
+    @work(exclusive=True, group=GROUP, exit_on_error=False)  # a failure is a message, the dashboard stays up
     async def write(self, plan: PresetPlan) -> None:
         await write_preset(self, plan, f"Added [{self.section}] to {plan.snapshot.path}")
 

@@ -168,7 +168,7 @@ class PresetForm(ModalScreen[PresetResult | None]):
 
     # ---- reading ----
 
-    @work(exclusive=True, group=GROUP)
+    @work(exclusive=True, group=GROUP, exit_on_error=False)  # a failure is a message, not a crash
     async def load(self) -> None:
         self.mode = FormMode.LOADING
         self.refresh_bindings()
@@ -312,7 +312,7 @@ class PresetForm(ModalScreen[PresetResult | None]):
         self.show_error("")
         self.make_plan(edit)
 
-    @work(exclusive=True, group=GROUP)
+    @work(exclusive=True, group=GROUP, exit_on_error=False)  # a failure is a message, not a crash
     async def make_plan(self, edit: Edit) -> None:
         self.busy = True
         try:
@@ -332,7 +332,7 @@ class PresetForm(ModalScreen[PresetResult | None]):
         if self.mode is FormMode.REVIEW and self.plan is not None and not self.busy:
             self.write(self.plan)
 
-    @work(exclusive=True, group=GROUP)
+    @work(exclusive=True, group=GROUP, exit_on_error=False)  # a failure is a message, not a crash
     async def write(self, plan: PresetPlan) -> None:
         await write_preset(self, plan, f"Saved [{self.section}] in {plan.snapshot.path}")
 

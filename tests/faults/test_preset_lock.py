@@ -13,23 +13,13 @@ import pytest
 from app.config import MachineConfig
 from app.services.machine import Machine
 from app.services.preset_store import PresetConflict, PresetStore, set_keys
+from tests.faults.machines import ssh_toml
 from tests.helpers.herd import Herd, local_config
 from tests.sshd import SshServer
 
 PAIRS = int(os.environ.get("LLAMAHERD_LOCK_PAIRS", "50"))
 AT_ONCE = 4  # pairs running together: 8 llamaherd processes (sshd's MaxStartups allows 10 unauthenticated)
 START = "[*]\nparallel = 1\n\n[alpha]\nmodel = /models/alpha.gguf\n"
-
-
-def ssh_toml(server: SshServer, name: str, preset: Path, program: str) -> str:
-    fields = {
-        "name": name, "host": server.host, "port": server.port, "user": server.user,
-        "identity_file": server.client_key, "known_hosts": server.known_hosts, "router": f"lock-{preset.parent.name}",
-        "program": program, "preset": str(preset),
-    }  # fmt: skip
-    import json
-
-    return "[[machines]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in fields.items())
 
 
 def run_pairs(herd: Herd, machine: str, preset: Path) -> tuple[int, int, list[str]]:
