@@ -13,7 +13,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from app.services.textsafe import visible
 from app.ui.format import DIM
+from app.ui.plain import plain
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(
                 Text.assemble(
                     ("Rebind by id in ", DIM),
-                    (self.config_hint, "bold"),
+                    (visible(self.config_hint), "bold"),
                     (" under [keymap], e.g. ", DIM),
                     ('load = "ctrl+l"', "bold"),
                     (".  esc closes.", DIM),
@@ -61,7 +63,8 @@ class HelpScreen(ModalScreen[None]):
         for r in self.rows:
             where = r.where if r.where != last else ""  # a group's name once, on its first row
             last = r.where
-            table.add_row(Text(r.key, style="bold"), Text(r.id, style="cyan"), Text(r.description), Text(where, DIM))
+            # keys come from the config's [keymap]: outside text like any other
+            table.add_row(plain(r.key, "bold"), Text(r.id, style="cyan"), Text(r.description), Text(where, DIM))
         table.focus()
 
     def action_dismiss_help(self) -> None:

@@ -1,0 +1,191 @@
+"""Hostile names and log lines from a real router never reach the terminal raw, and are never parsed as markup:
+the dashboard walked screen by screen (a real router whose preset holds them, a log holding them), and the
+headless `models` and `logs`. `--json` keeps them exact."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+from textual.app import App
+
+from app.config import Config, MachineConfig
+from app.services.fleet import Fleet
+from app.services.textsafe import is_visible
+from app.ui.app import HerdApp, make_app
+from tests.helpers.herd import Herd, local_config
+from tests.ui.screen import screen_text, wait_for
+
+SIZE = (130, 44)
+OSC_TITLE = "osc\x1b]0;PWNED\x07"
+CLEAR = "clear\x1b[2J\x1b[H"
+C1 = "cone\u009b31mred"
+MARKUP_ALIASES = "[/x],[bold]loud[/bold]"
+CLIPBOARD_TAG = "clip\x1b]52;c;aGk=\x07"
+LOG_LINES = [
+    "srv  log: title \x1b]0;LOG-PWNED\x07 after",
+    "srv  log: clear \x1b[2J\x1b[H after",
+    "srv  log: link \x1b]8;;http://x\x1b\\here\x1b]8;;\x1b\\ after",
+    "srv  log: markup [bold]not bold[/bold] and [/x] after",
+    "srv  log: 8-bit \u009b2J and \u009d0;t\u009c after",
+]
+
+
+def hostile_preset(model: Path) -> str:
+    return (
+        "[*]\nctx-size = 256\n\n"
+        f"[{OSC_TITLE}]\nmodel = {model}\nalias = {MARKUP_ALIASES}\ntags = {CLIPBOARD_TAG}\n\n"
+        f"[{CLEAR}]\nmodel = {model}\n\n"
+        f"[{C1}]\nmodel = {model}\n"
+    )
+
+
+@pytest.fixture
+def hostile(tmp_path: Path, tiny_models: dict[str, Path], llama_server: str) -> Iterator[tuple[Herd, Path]]:
+    preset = tmp_path / "models.ini"
+    preset.write_text(hostile_preset(tiny_models["alpha"]), encoding="utf-8")
+    herd = Herd(root=tmp_path, config=tmp_path / "config.toml", extra_env={"LLAMA_SERVER": llama_server})
+    herd.write_config(local_config("here", preset))
+    r = herd.run("start", "here")
+    assert r.returncode == 0, r.stderr
+    record = herd.record()
+    assert record is not None
+    log = Path(str(record["log"]))
+    with open(log, "a", encoding="utf-8") as f:
+        f.write("\n".join(LOG_LINES) + "\n")
+    try:
+        yield herd, log
+    finally:
+        herd.stop_all()
+
+
+def rendered(app: App[Any]) -> str:
+    """Every character the screen is made of (segments as the terminal would be sent them, minus styles)."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, legacy_windows=False)
+    update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    return "".join(seg.text for seg in console.render(update) if not seg.control)
+
+
+def assert_clean(app: App[Any], where: str) -> str:
+    text = rendered(app)
+    bad = sorted({f"U+{ord(c):04X}" for c in text if not is_visible(c, multiline=True)})
+    assert not bad, f"{where}: control characters reached the screen: {bad}\n{screen_text(app)}"
+    return screen_text(app)
+
+
+async def test_walking_the_dashboard_shows_hostile_text_as_text(
+    hostile: tuple[Herd, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    herd, _log = hostile
+    monkeypatch.setenv("XDG_STATE_HOME", str(herd.state_home))
+    cfg = Config(machines=(MachineConfig(name="here", preset=str(herd.root / "models.ini")),))
+    app: HerdApp = make_app(cfg, Fleet(cfg))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 3, timeout=20)
+        await wait_for(pilot, lambda: "LOG-PWNED" in screen_text(app), timeout=20)
+        shown = assert_clean(app, "models and log")
+        assert "osc\u241b]0;PWNED" in shown  # the sequence is there to read, as text
+        assert "[bold]not bold[/bold] and [/x]" in shown  # markup-looking text stays literal
+        assert "[/x], [bold]loud[/bold]" in shown or "[/x], [bold]" in shown  # aliases, clipped maybe
+
+        await pilot.press("f")  # fleet view
+        await pilot.pause(0.3)
+        assert_clean(app, "fleet view")
+        await pilot.press("f")
+
+        app.model_table.move_cursor(row=app.model_table.get_row_index(OSC_TITLE))
+        await pilot.press("u")  # unloading a model that is not loaded: the router's refusal names it, as a toast
+        await wait_for(pilot, lambda: "osc\u241b]0;PWNED" in screen_text(app).split("Unload")[-1], timeout=10)
+        assert_clean(app, "error toast")
+
+        await pilot.press("ctrl+p")  # the command palette lists "Load <id> on here" for each
+        await pilot.pause(0.3)
+        await pilot.press(*"load osc")
+        await pilot.pause(0.5)
+        shown = assert_clean(app, "palette")
+        assert "Load osc\u241b]0;PWNED" in shown
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+
+        await pilot.press("e")  # the preset editor on the hostile section
+        await wait_for(pilot, lambda: "Preset" in screen_text(app), timeout=20)
+        await pilot.pause(0.5)
+        assert_clean(app, "preset editor")
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+
+        await pilot.press("question_mark")
+        await pilot.pause(0.3)
+        assert_clean(app, "help")
+        await pilot.press("escape")
+        assert app.is_running
+
+
+def test_headless_models_and_logs_print_nothing_raw_and_json_stays_exact(hostile: tuple[Herd, Path]) -> None:
+    herd, _log = hostile
+    r = herd.run("models", "here")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert is_visible(out, multiline=True), [c for c in out if not is_visible(c, multiline=True)]
+    assert "osc\u241b]0;PWNED\u2407" in out and "cone\\x9b31mred" in out and "[/x],[bold]loud[/bold]" in out
+    assert len(out.strip().splitlines()) == 4  # a header and one row per model: no name split a row
+
+    r = herd.run("models", "here", "--json")
+    ids = {m["id"] for m in json.loads(r.stdout)}
+    assert ids == {OSC_TITLE, CLEAR, C1}  # exact: JSON escapes, not the shown forms
+    assert "\x1b" not in r.stdout  # and still nothing raw on the terminal
+
+    r = herd.run("logs", "here", "--lines", "50")
+    assert r.returncode == 0, r.stderr
+    assert is_visible(r.stdout, multiline=True)
+    assert "title \u241b]0;LOG-PWNED\u2407 after" in r.stdout
+    assert "8-bit \\x9b2J and \\x9d0;t\\x9c after" in r.stdout
+
+
+async def test_hostile_events_from_any_router_reach_the_screen_as_text() -> None:
+    """The same walk without a router binary: the stand-in fleet sends what a hostile router (or link) would,
+    including what a preset cannot hold (a newline in an id), and errors that look like markup."""
+    import dataclasses
+
+    from app.services.types import LogLine, LogLines, MachineChanged, ModelsChanged, ModelState, Problem, RouterState
+    from tests.ui.standin import NOW, demo_fleet, model, view
+
+    fleet = demo_fleet()
+    app = make_app(Config(), fleet, frozen_time=NOW)
+    hostile_models = (
+        model(OSC_TITLE, ModelState.LOADED, aliases=("[/x]", "[bold]loud[/bold]"), tags=(CLIPBOARD_TAG,)),
+        model("two\nlines", ModelState.UNLOADED),
+        model(C1, ModelState.UNLOADED, source="src\x1b[2J"),
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) > 0)
+        fleet.emit(ModelsChanged("workstation", hostile_models))
+        fleet.emit(LogLines("workstation", tuple(LogLine(raw=t, text=t, model=OSC_TITLE) for t in LOG_LINES)))
+        fleet.emit(Problem("workstation", "Saved [tiny-a] in /p/[/x] \x1b]0;PROBLEM\x07", model=OSC_TITLE))
+        fleet.emit(MachineChanged("gpu-box", dataclasses.replace(
+            view("gpu-box", host="gpu-box"), router_state=RouterState.EXITED, router_reason="boom\x1b[2J[/x]",
+        )))  # fmt: skip
+        await wait_for(pilot, lambda: "two\u240alines" in screen_text(app), timeout=10)
+        await pilot.pause(0.3)
+        shown = assert_clean(app, "hostile events")
+        assert "LOG-PWNED" in shown and "[bold]not bold[/bold] and [/x]" in shown
+        assert "boom\u241b[2J[/x]" in shown
+        row = next(ln for ln in shown.splitlines() if "two\u240alines" in ln)
+        assert "unloaded" in row  # the id with a newline kept its whole row
+        app.notify("Saved [tiny-a] in /p/[/x] \x1b]0;T\x07", title="[b]t[/b]")  # as every screen calls it
+        await pilot.pause(0.3)
+        shown = assert_clean(app, "toasts")
+        assert "Saved [tiny-a] in /p/[/x]" in shown
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.3)
+        await pilot.press(*"load two")
+        await pilot.pause(0.5)
+        assert "Load two\u240alines" in assert_clean(app, "palette")
+        await pilot.press("escape")
+        assert app.is_running
