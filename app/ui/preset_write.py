@@ -86,7 +86,7 @@ def conflict_head(*choices: tuple[str, str]) -> Text:
     """The file changed since it was read; `choices` are (key, what it does) pairs shown after the headline."""
     parts: list[tuple[str, str]] = [
         ("The file changed on disk since it was read; nothing was written.\n", f"bold {BAD}"),
-        ("What changed there is below. ", ""),
+        ("Below: the file on disk now (-) against your edit (+). ", ""),
     ]
     for i, (key, does) in enumerate(choices):
         parts += [(key, "bold"), (f" {does}" + (", " if i < len(choices) - 1 else "."), "")]

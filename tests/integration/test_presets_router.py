@@ -126,14 +126,15 @@ async def test_refusals_leave_the_file_byte_identical(local_cfg: MachineConfig) 
             await store.edit(add_section("bad]name", {"model": "/x.gguf"}, known))
         assert "]" in str(e.value)
         assert path.read_bytes() == before
-        # a file changed on disk since it was read is not overwritten; the message shows what changed
+        # a file changed on disk since it was read is not overwritten; the message shows it against the edit
         snap = await store.read()
         plan = await store.plan(replace_section("beta", {"model": "/elsewhere.gguf"}, known), snap)
         path.write_text(before.decode() + "\n; an operator's edit\n")
         changed = path.read_bytes()
         with pytest.raises(PresetConflict) as c:
             await store.apply(plan)
-        assert "+; an operator's edit" in c.value.diff
+        assert "(on disk now)" in c.value.diff and "(your edit)" in c.value.diff
+        assert "-; an operator's edit" in c.value.diff and "+model = /elsewhere.gguf" in c.value.diff
         assert path.read_bytes() == changed
     assert not any(p.name.startswith("models.ini.bak-") for p in path.parent.iterdir())
 

@@ -229,7 +229,10 @@ async def test_a_file_changed_on_disk_is_refused_with_the_diff_and_the_form_relo
             await pilot.press("enter")
             await wait_for(pilot, lambda: form.mode == "conflict")
             shown = screen_text(host)
-            assert "changed on disk since it was read" in shown and "+threads = 2" in shown
+            assert "changed on disk since it was read" in shown
+            # the file on disk now (with their line) against this edit (without it, with ours)
+            assert "(on disk now)" in shown and "(your edit)" in shown
+            assert "-threads = 2" in shown and "+ctx-size = 512" in shown
             assert preset.read_text() == theirs and backups(preset) == []
             await pilot.press("r")
             await wait_for(pilot, lambda: form.mode == "form")
