@@ -26,7 +26,7 @@ OSC_TITLE = "osc\x1b]0;PWNED\x07"
 CLEAR = "clear\x1b[2J\x1b[H"
 C1 = "cone\u009b31mred"
 MARKUP_ALIASES = "[/x],[bold]loud[/bold]"
-CLIPBOARD_TAG = "clip\x1b]52;c;aGk=\x07"
+HOSTILE_TAG = "tag\x1b[5mblink\x1b]2\x07"  # (a preset value ends at ';', so no full OSC here)
 LOG_LINES = [
     "srv  log: title \x1b]0;LOG-PWNED\x07 after",
     "srv  log: clear \x1b[2J\x1b[H after",
@@ -39,7 +39,7 @@ LOG_LINES = [
 def hostile_preset(model: Path) -> str:
     return (
         "[*]\nctx-size = 256\n\n"
-        f"[{OSC_TITLE}]\nmodel = {model}\nalias = {MARKUP_ALIASES}\ntags = {CLIPBOARD_TAG}\n\n"
+        f"[{OSC_TITLE}]\nmodel = {model}\nalias = {MARKUP_ALIASES}\ntags = {HOSTILE_TAG}\n\n"
         f"[{CLEAR}]\nmodel = {model}\n\n"
         f"[{C1}]\nmodel = {model}\n"
     )
@@ -101,7 +101,8 @@ async def test_walking_the_dashboard_shows_hostile_text_as_text(
 
         app.model_table.move_cursor(row=app.model_table.get_row_index(OSC_TITLE))
         await pilot.press("u")  # unloading a model that is not loaded: the router's refusal names it, as a toast
-        await wait_for(pilot, lambda: "osc\u241b]0;PWNED" in screen_text(app).split("Unload")[-1], timeout=10)
+        await wait_for(pilot, lambda: len(app._notifications) > 0, timeout=15)
+        await pilot.pause(0.3)
         assert_clean(app, "error toast")
 
         await pilot.press("ctrl+p")  # the command palette lists "Load <id> on here" for each
@@ -159,7 +160,7 @@ async def test_hostile_events_from_any_router_reach_the_screen_as_text() -> None
     fleet = demo_fleet()
     app = make_app(Config(), fleet, frozen_time=NOW)
     hostile_models = (
-        model(OSC_TITLE, ModelState.LOADED, aliases=("[/x]", "[bold]loud[/bold]"), tags=(CLIPBOARD_TAG,)),
+        model(OSC_TITLE, ModelState.LOADED, aliases=("[/x]", "[bold]loud[/bold]"), tags=(HOSTILE_TAG,)),
         model("two\nlines", ModelState.UNLOADED),
         model(C1, ModelState.UNLOADED, source="src\x1b[2J"),
     )
