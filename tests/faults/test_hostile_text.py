@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,12 @@ from tests.helpers.herd import Herd, local_config
 from tests.ui.screen import screen_text, wait_for
 
 SIZE = (130, 44)
-OSC_TITLE = "osc\x1b]0;PWNED\x07"
+# A section name ends at the first ']' (so no OSC sequence fits in one); a file name or a log line has no limit.
+OSC_TITLE = "osc\x1bP0;PWNED\x07"  # ESC P: a DCS string, ended by BEL
 CLEAR = "clear\x1b[2J\x1b[H"
 C1 = "cone\u009b31mred"
+BROKEN = "broke\x1b[31mn"
+FILE_NAME = "file\x1b]0;FILE-PWNED\x07"
 MARKUP_ALIASES = "[/x],[bold]loud[/bold]"
 HOSTILE_TAG = "tag\x1b[5mblink\x1b]2\x07"  # (a preset value ends at ';', so no full OSC here)
 LOG_LINES = [
@@ -36,9 +40,10 @@ LOG_LINES = [
 ]
 
 
-def hostile_preset(model: Path) -> str:
+def hostile_preset(model: Path, broken: Path) -> str:
     return (
         "[*]\nctx-size = 256\n\n"
+        f"[{BROKEN}]\nmodel = {broken}\n\n"
         f"[{OSC_TITLE}]\nmodel = {model}\nalias = {MARKUP_ALIASES}\ntags = {HOSTILE_TAG}\n\n"
         f"[{CLEAR}]\nmodel = {model}\n\n"
         f"[{C1}]\nmodel = {model}\n"
@@ -48,9 +53,12 @@ def hostile_preset(model: Path) -> str:
 @pytest.fixture
 def hostile(tmp_path: Path, tiny_models: dict[str, Path], llama_server: str) -> Iterator[tuple[Herd, Path]]:
     preset = tmp_path / "models.ini"
-    preset.write_text(hostile_preset(tiny_models["alpha"]), encoding="utf-8")
+    preset.write_text(hostile_preset(tiny_models["alpha"], tiny_models["broken"]), encoding="utf-8")
     herd = Herd(root=tmp_path, config=tmp_path / "config.toml", extra_env={"LLAMA_SERVER": llama_server})
-    herd.write_config(local_config("here", preset))
+    files = tmp_path / "files"  # a models-dir: a model id there is a file name, which may hold anything but '/'
+    files.mkdir()
+    shutil.copy(tiny_models["beta"], files / f"{FILE_NAME}.gguf")
+    herd.write_config(local_config("here", preset, extra_args=["--models-dir", str(files)]))
     r = herd.run("start", "here")
     assert r.returncode == 0, r.stderr
     record = herd.record()
@@ -87,10 +95,10 @@ async def test_walking_the_dashboard_shows_hostile_text_as_text(
     cfg = Config(machines=(MachineConfig(name="here", preset=str(herd.root / "models.ini")),))
     app: HerdApp = make_app(cfg, Fleet(cfg))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 3, timeout=20)
+        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5, timeout=20)
         await wait_for(pilot, lambda: "LOG-PWNED" in screen_text(app), timeout=20)
         shown = assert_clean(app, "models and log")
-        assert "osc\u241b]0;PWNED" in shown  # the sequence is there to read, as text
+        assert "osc\u241bP0;PWNED" in shown and "file\u241b]0;FILE-PWNED" in shown  # there to read, as text
         assert "[bold]not bold[/bold] and [/x]" in shown  # markup-looking text stays literal
         assert "[/x], [bold]loud[/bold]" in shown or "[/x], [bold]" in shown  # aliases, clipped maybe
 
@@ -99,18 +107,19 @@ async def test_walking_the_dashboard_shows_hostile_text_as_text(
         assert_clean(app, "fleet view")
         await pilot.press("f")
 
-        app.model_table.move_cursor(row=app.model_table.get_row_index(OSC_TITLE))
-        await pilot.press("u")  # unloading a model that is not loaded: the router's refusal names it, as a toast
-        await wait_for(pilot, lambda: len(app._notifications) > 0, timeout=15)
+        app.model_table.move_cursor(row=app.model_table.get_row_index(BROKEN))
+        await pilot.press("l")  # a model that fails to load: the toast names it and quotes its log lines
+        await wait_for(pilot, lambda: len(app._notifications) > 0, timeout=30)
         await pilot.pause(0.3)
-        assert_clean(app, "error toast")
+        assert "broke\u241b[31mn" in assert_clean(app, "error toast")
+        app.model_table.move_cursor(row=app.model_table.get_row_index(OSC_TITLE))
 
         await pilot.press("ctrl+p")  # the command palette lists "Load <id> on here" for each
         await pilot.pause(0.3)
         await pilot.press(*"load osc")
         await pilot.pause(0.5)
         shown = assert_clean(app, "palette")
-        assert "Load osc\u241b]0;PWNED" in shown
+        assert "Load osc\u241bP0;PWNED" in shown
         await pilot.press("escape")
         await pilot.pause(0.2)
 
@@ -134,12 +143,13 @@ def test_headless_models_and_logs_print_nothing_raw_and_json_stays_exact(hostile
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert is_visible(out, multiline=True), [c for c in out if not is_visible(c, multiline=True)]
-    assert "osc\u241b]0;PWNED\u2407" in out and "cone\\x9b31mred" in out and "[/x],[bold]loud[/bold]" in out
-    assert len(out.strip().splitlines()) == 4  # a header and one row per model: no name split a row
+    assert "osc\u241bP0;PWNED\u2407" in out and "cone\\x9b31mred" in out and "[/x],[bold]loud[/bold]" in out
+    assert "file\u241b]0;FILE-PWNED\u2407" in out
+    assert len(out.strip().splitlines()) == 6  # a header and one row per model: no name split a row
 
     r = herd.run("models", "here", "--json")
     ids = {m["id"] for m in json.loads(r.stdout)}
-    assert ids == {OSC_TITLE, CLEAR, C1}  # exact: JSON escapes, not the shown forms
+    assert {OSC_TITLE, CLEAR, C1, BROKEN} <= ids and any(i.startswith(FILE_NAME) for i in ids)  # exact, as JSON escapes
     assert "\x1b" not in r.stdout  # and still nothing raw on the terminal
 
     r = herd.run("logs", "here", "--lines", "50")
