@@ -95,7 +95,7 @@ async def test_walking_the_dashboard_shows_hostile_text_as_text(
     cfg = Config(machines=(MachineConfig(name="here", preset=str(herd.root / "models.ini")),))
     app: HerdApp = make_app(cfg, Fleet(cfg))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5, timeout=20)
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5, timeout=20)
         await wait_for(pilot, lambda: "LOG-PWNED" in screen_text(app), timeout=20)
         shown = assert_clean(app, "models and log")
         assert "osc\u241bP0;PWNED" in shown and "file\u241b]0;FILE-PWNED" in shown  # there to read, as text
@@ -107,12 +107,12 @@ async def test_walking_the_dashboard_shows_hostile_text_as_text(
         assert_clean(app, "fleet view")
         await pilot.press("f")
 
-        app.model_table.move_cursor(row=app.model_table.get_row_index(BROKEN))
+        app.dashboard.model_table.move_cursor(row=app.dashboard.model_table.get_row_index(BROKEN))
         await pilot.press("l")  # a model that fails to load: the toast names it and quotes its log lines
         await wait_for(pilot, lambda: len(app._notifications) > 0, timeout=30)
         await pilot.pause(0.3)
         assert "broke\u241b[31mn" in assert_clean(app, "error toast")
-        app.model_table.move_cursor(row=app.model_table.get_row_index(OSC_TITLE))
+        app.dashboard.model_table.move_cursor(row=app.dashboard.model_table.get_row_index(OSC_TITLE))
 
         await pilot.press("ctrl+p")  # the command palette lists "Load <id> on here" for each
         await pilot.pause(0.3)
@@ -175,7 +175,7 @@ async def test_hostile_events_from_any_router_reach_the_screen_as_text() -> None
         model(C1, ModelState.UNLOADED, source="src\x1b[2J"),
     )
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) > 0)
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) > 0)
         fleet.emit(ModelsChanged("workstation", hostile_models))
         fleet.emit(LogLines("workstation", tuple(LogLine(raw=t, text=t, model=OSC_TITLE) for t in LOG_LINES)))
         fleet.emit(Problem("workstation", "Saved [tiny-a] in /p/[/x] \x1b]0;PROBLEM\x07", model=OSC_TITLE))
