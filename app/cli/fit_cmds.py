@@ -10,6 +10,7 @@ import json
 from app.cli.context import CliContext
 from app.services.fit_check import FitReport, check_machine
 from app.services.machine import Machine
+from app.services.textsafe import visible
 
 
 async def cmd_fit(ctx: CliContext, args: argparse.Namespace) -> int:
@@ -23,7 +24,7 @@ async def cmd_fit(ctx: CliContext, args: argparse.Namespace) -> int:
         print(json.dumps([r.as_json() for r in reports], indent=2))
     else:
         for r in reports:
-            print(r.line())
+            print(visible(r.line()))
     return 0 if any(r.verdict is not None for r in reports) else 1
 
 

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
-
-from app.services.textsafe import visible
+from textual.markup import escape
 
 from app.services.fit_capacity import load_hint
+from app.services.textsafe import visible
 
 if TYPE_CHECKING:
     from app.ui.app import HerdApp
@@ -35,11 +35,12 @@ class HerdCommands(Provider):
                 yield f"Unload {m.id} on {machine}", partial(dashboard.unload, machine, m.id), now
 
     # Titles hold model ids and machine names: given as str, Textual parses them as markup (Matcher.highlight
-    # too), so an id with "[/x]" raised MarkupError. They go in as Content, made visible first.
+    # too), so an id with "[/x]" raised MarkupError. They go in as Content, made visible first. Help is a str
+    # that Textual always reads as markup (Content.from_markup), and it names models too ("evicts X"): escaped.
     async def discover(self) -> Hits:
         for title, callback, help_text in self._commands():
             shown = visible(title)
-            yield DiscoveryHit(Content(shown), callback, text=shown, help=help_text)
+            yield DiscoveryHit(Content(shown), callback, text=shown, help=_help(help_text))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
@@ -51,4 +52,8 @@ class HerdCommands(Provider):
                 for i in offsets:
                     if not shown[i].isspace():
                         content = content.stylize(matcher.match_style, i, i + 1)
-                yield Hit(score, content, callback, text=shown, help=help_text)
+                yield Hit(score, content, callback, text=shown, help=_help(help_text))
+
+
+def _help(text: str) -> str:
+    return escape(visible(text))
