@@ -241,7 +241,7 @@ class LocalTransport(Transport):
             st = await asyncio.to_thread(os.stat, path)
         except (FileNotFoundError, NotADirectoryError):
             return None
-        return FileInfo(path, st.st_size, st.st_mtime)
+        return FileInfo(path, st.st_size, st.st_mtime, st.st_mode & 0o7777)
 
     async def remove(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -171,7 +171,8 @@ class PresetStore:
                 raise PresetConflict(snap.path, diff)
             try:
                 backup = await self._backup(snap) if snap.exists else None
-                await self.transport.write_file_atomic(snap.path, plan.new_text.encode("utf-8"), mode=0o600)
+                mode = await self._mode_for(snap.path)
+                await self.transport.write_file_atomic(snap.path, plan.new_text.encode("utf-8"), mode=mode)
             except WriteFailed as e:  # one line naming the preset and why; its text is what it was
                 backup_name = posixpath.basename(e.path)
                 cause = e.cause if e.path == snap.path else f"{e.cause} (making its backup {backup_name})"
@@ -184,6 +185,15 @@ class PresetStore:
 
     async def edit(self, edit: Edit) -> PresetResult:
         return await self.apply(await self.plan(edit))
+
+    async def _mode_for(self, path: str) -> int:
+        """A preset keeps the mode it had (an edit once turned a 0644 file into 0600); a new one is 0644 less what
+        its directory withholds from others (0600 in a 0700 directory)."""
+        info = await self.transport.stat(path)
+        if info is not None and info.mode is not None:
+            return info.mode & 0o777
+        folder = await self.transport.stat(posixpath.dirname(path) or ".")
+        return 0o644 & ((folder.mode if folder is not None and folder.mode is not None else 0o755) | 0o600)
 
     async def _backup(self, snap: PresetSnapshot) -> str:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + f"-{int(time.time() * 1000) % 1000:03d}"

@@ -48,7 +48,7 @@ _PORTS_SCRIPT = "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; exit 0"
 _ENV_SCRIPT = 'printf "%s\\n%s" "$HOME" "${XDG_STATE_HOME-}"'
 _READ_SCRIPT = f'[ -e "$1" ] || exit {_MISSING}; exec cat -- "$1"'
 _HEAD_SCRIPT = f'[ -e "$2" ] || exit {_MISSING}; exec head -c "$1" -- "$2"'
-_STAT_SCRIPT = f'[ -e "$1" ] || exit {_MISSING}; exec find -L "$1" -maxdepth 0 -printf "%s %T@\\n"'
+_STAT_SCRIPT = f'[ -e "$1" ] || exit {_MISSING}; exec find -L "$1" -maxdepth 0 -printf "%s %T@ %m\\n"'
 _RENAME_SCRIPT = f'[ -e "$1" ] || [ -L "$1" ] || exit {_MISSING}; exec mv -f -- "$1" "$2"'
 # The base64 fallback when the server has no SFTP subsystem: the data rides as an argument of sh -c (or on
 # stdin when too big for one argument: Linux caps a single argument at 128 KiB), never inside shell text, and
@@ -330,8 +330,8 @@ class SshTransport(Transport):
         if not res.ok:
             raise self._failed("cannot stat", path, res)
         try:
-            size, mtime = res.stdout.decode().split()[:2]
-            return FileInfo(path, int(size), float(mtime))
+            size, mtime, mode = res.stdout.decode().split()[:3]
+            return FileInfo(path, int(size), float(mtime), int(mode, 8))
         except ValueError:
             raise self._failed("cannot stat", path, res) from None
 

@@ -203,6 +203,7 @@ class FileInfo:
     path: str
     size: int
     mtime: float
+    mode: int | None = None  # permission bits, where the reader asked for them (stat)
 
 
 @dataclass(frozen=True)
