@@ -159,8 +159,9 @@ class LocalTransport(Transport):
         log_path: str,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        env_files: Mapping[str, str] | None = None,
     ) -> int:
-        res = await self.run(spawn_args(argv, log_path, env, cwd), timeout=30)
+        res = await self.run(spawn_args(argv, log_path, env, cwd, env_files), timeout=30)
         return parse_spawn_output(self.name, res)
 
     async def pid_alive(self, pid: int) -> bool:

@@ -198,8 +198,10 @@ class SshTransport(Transport):
         log_path: str,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        env_files: Mapping[str, str] | None = None,
     ) -> int:
-        res = await self._exec(shlex.join(spawn_args(argv, log_path, env, cwd)), what=argv[0] if argv else "")
+        cmd = shlex.join(spawn_args(argv, log_path, env, cwd, env_files))
+        res = await self._exec(cmd, what=argv[0] if argv else "")
         return parse_spawn_output(self.name, res)
 
     async def pid_alive(self, pid: int) -> bool:

@@ -23,14 +23,23 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 StateCallback = Callable[[Connection, str], None]
 
-# spawn_detached, the same on both sides. Positional parameters: log, cwd, NAME=VALUE..., "--", argv...
+# spawn_detached, the same on both sides. Positional parameters: log, cwd, NAME=VALUE... or NAME FILE..., "--",
+# argv...
 # - The log is created (0600, parents 0700) in a subshell so the umask does not leak into the program.
 # - `export "$1"` assigns the value literally; nothing from outside is ever parsed as shell text.
+# - NAME FILE (a name without "=") takes the value from a file on that machine, so a secret such as an API key is
+#   never an argument of any process (argv is world-readable in `ps`; a process's environment is not).
 # - `setsid` gives the program its own session so neither a hangup nor the ssh channel closing reaches it;
 #   `&` plus the shell exiting right after hands it to init, so nobody has to reap it.
 # - No pipe is left attached: a chatty server once filled a 64 KB pipe nobody read and stalled.
 SPAWN_SCRIPT = r"""log=$1; cwd=$2; shift 2
-while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do export "$1" || exit 2; shift; done
+while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
+  case $1 in
+    *=*) export "$1" || exit 2 ;;
+    *) v=$(cat -- "$2") || exit 2; export "$1=$v" || exit 2; v=; shift ;;
+  esac
+  shift
+done
 shift
 (umask 077 && mkdir -p -- "$(dirname -- "$log")" && : >>"$log") || exit 1
 if [ -n "$cwd" ]; then cd -- "$cwd" || exit 1; fi
@@ -44,8 +53,14 @@ echo "$!"
 """
 
 
-def spawn_args(argv: Sequence[str], log_path: str, env: Mapping[str, str] | None, cwd: str | None) -> list[str]:
-    """`sh -c SPAWN_SCRIPT sh ...` as an argv list."""
+def spawn_args(
+    argv: Sequence[str],
+    log_path: str,
+    env: Mapping[str, str] | None,
+    cwd: str | None,
+    env_files: Mapping[str, str] | None = None,
+) -> list[str]:
+    """`sh -c SPAWN_SCRIPT sh ...` as an argv list. `env_files` maps a variable to a file holding its value."""
     if not argv:
         raise ValueError("spawn_detached needs a program")
     pairs: list[str] = []
@@ -53,6 +68,10 @@ def spawn_args(argv: Sequence[str], log_path: str, env: Mapping[str, str] | None
         if not _ENV_NAME.match(k):
             raise ValueError(f"not an environment variable name: {k!r}")
         pairs.append(f"{k}={v}")
+    for k, path in (env_files or {}).items():
+        if not _ENV_NAME.match(k):
+            raise ValueError(f"not an environment variable name: {k!r}")
+        pairs += [k, path]
     return ["sh", "-c", SPAWN_SCRIPT, "sh", log_path, cwd or "", *pairs, "--", *argv]
 
 
@@ -154,6 +173,7 @@ class Transport(ABC):
         log_path: str,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        env_files: Mapping[str, str] | None = None,
     ) -> int: ...
 
     @abstractmethod
