@@ -69,7 +69,8 @@ class MachineConfig:
     extra_args: tuple[str, ...] = ()
     """More llama-server arguments, as a list."""
     api_key_env: str | None = None
-    """Name of an environment variable (here) holding the router's API key; the key itself never goes in the file."""
+    """Name of an environment variable (here) holding the router's API key; the key itself never goes in the file.
+    Unset, a router llamaherd starts gets a key of its own, kept on the serving machine beside its record."""
 
     @property
     def is_local(self) -> bool:

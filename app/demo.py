@@ -166,12 +166,16 @@ class Traffic:
         self.config = config
         self.period = period
 
-    async def _url(self, cfg: MachineConfig) -> str | None:
+    async def _url(self, cfg: MachineConfig) -> tuple[str, dict[str, str]] | None:
+        """The router's URL and the headers a client sends it (its API key, read like any adopter reads it)."""
         m = Machine(cfg, emit=lambda ev: None)
         try:
             assert m.manager is not None
             rec = await m.manager.adopt()
-            return f"http://127.0.0.1:{rec.port}" if rec else None
+            if rec is None:
+                return None
+            key = await m.manager.client_key(rec)
+            return f"http://127.0.0.1:{rec.port}", {"Authorization": f"Bearer {key}"} if key else {}
         finally:
             await m.close()
 
@@ -182,21 +186,23 @@ class Traffic:
             while True:
                 action, machine, model = self.STEPS[step % len(self.STEPS)]
                 step += 1
-                url = urls.get(machine)
-                if url:
+                where = urls.get(machine)
+                if where:
                     with contextlib.suppress(httpx.HTTPError):
-                        await self._do(http, url, action, model)
+                        await self._do(http, where, action, model)
                 await asyncio.sleep(self.period)
 
-    async def _do(self, http: httpx.AsyncClient, url: str, action: str, model: str) -> None:
+    async def _do(self, http: httpx.AsyncClient, where: tuple[str, dict[str, str]], action: str, model: str) -> None:
+        url, headers = where
         if action == "load":
-            await http.post(f"{url}/models/load", json={"model": model})
+            await http.post(f"{url}/models/load", json={"model": model}, headers=headers)
         elif action == "unload":
-            await http.post(f"{url}/models/unload", json={"model": model})
+            await http.post(f"{url}/models/unload", json={"model": model}, headers=headers)
         else:
             await http.post(
                 f"{url}/completion",
                 json={"model": model, "prompt": "Hello from the llamaherd demo.", "n_predict": 24, "seed": 1},
+                headers=headers,
             )
 
 

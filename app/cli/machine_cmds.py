@@ -47,6 +47,8 @@ async def machine_status(m: Machine) -> dict[str, Any]:
                 out["log_tail"] = list(st.log_tail)
                 if st.record is not None:
                     out.update(pid=st.record.pid, port=st.record.port)
+                    # Whether it requires a key (never the key itself: `llamaherd key` prints that on purpose).
+                    out["api_key"] = "required" if st.record.requires_key else "none"
                     if st.state is RouterState.RUNNING:
                         out["uptime_s"] = round(time.time() - st.record.started_at, 1)
                         out["rss"] = await m.transport.process_tree_rss(st.record.pid)
@@ -87,6 +89,8 @@ def format_status(s: dict[str, Any]) -> str:
     bits = [f"{s['machine']:<14}", f"{s.get('connection', '?'):<11}"]
     if router == RouterState.RUNNING:
         bits.append(f"running pid {s.get('pid')} port {s.get('port')} up {uptime(s.get('uptime_s', 0))}")
+        if s.get("api_key") == "required":
+            bits.append("API key required")
     else:
         bits.append(router)
     if "cpu_pct" in s:
@@ -98,6 +102,8 @@ def format_status(s: dict[str, Any]) -> str:
     if s.get("rss"):
         bits.append(f"rss {human_size(s['rss'])}")
     lines = ["  ".join(bits)]
+    if router == RouterState.RUNNING and s.get("api_key") == "none":
+        lines.append(f"    {open_router_text(s['machine'])}")
     if s.get("reason"):
         lines.append(f"    {s['reason']}")
     for ln in s.get("log_tail", [])[-5:]:
@@ -105,6 +111,13 @@ def format_status(s: dict[str, Any]) -> str:
     for f in s.get("models_failed", []):
         lines.append(f"    failed: {f}")
     return "\n".join(lines)
+
+
+def open_router_text(machine: str) -> str:
+    return (
+        "open: no API key (started before llamaherd required one; anyone on that host can use it). "
+        f"Restart it to require one: x then s in the dashboard, or llamaherd stop {machine}; llamaherd start {machine}"
+    )
 
 
 async def cmd_status(ctx: CliContext, args: argparse.Namespace) -> int:

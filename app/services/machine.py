@@ -19,7 +19,7 @@ from app.services.local_transport import LocalTransport
 from app.services.logs import LogAttributor
 from app.services.model_fold import first_sight, fold_list, fold_router_gone, fold_status
 from app.services.router_api import RouterClient
-from app.services.routers import RouterManager, RouterStatus
+from app.services.routers import RouterManager, RouterRecord, RouterStatus
 from app.services.ssh_transport import SshTransport
 from app.services.transport import Transport
 from app.services.types import (
@@ -74,6 +74,7 @@ class Machine:
         self.transport = transport or make_transport(cfg)
         self.manager = None if cfg.attach_only else RouterManager(cfg, self.transport)
         self.client: RouterClient | None = None
+        self._client_key: str | None = None
         self.models: dict[str, ModelInfo] = {}
         self.logs: deque[LogLine] = deque(maxlen=log_capacity)
         self.attributor = LogAttributor()
@@ -149,7 +150,7 @@ class Machine:
                 status = await self.manager.inspect()
                 self._show_status(status)
                 if status.state is RouterState.RUNNING and status.record is not None:
-                    await self._stream(status.record.port)
+                    await self._stream(status.record)
                     continue  # the stream ended: look again at once (a kill -9 shows within a second)
                 await self._wait_poke(0.25 if status.state is RouterState.STARTING else INSPECT_EVERY)
                 backoff.reset()
@@ -173,23 +174,26 @@ class Machine:
             port=rec.port if rec else None,
             started_at=rec.started_at if rec and alive else None,
             log_tail=st.log_tail,
+            open_router=bool(rec and alive and not rec.requires_key),
         )
         if not alive and any(m.state.running for m in self.models.values()):
             # Nothing runs on a router that is gone; show it rather than the last list seen.
             self.models = fold_router_gone(self.models)
             self._models_changed()
 
-    async def client_for(self, url: str) -> RouterClient:
-        """A client for a router URL on that machine, through the ssh tunnel when the machine is remote."""
+    async def client_for(self, url: str, rec: RouterRecord | None = None) -> RouterClient:
+        """A client for a router URL on that machine, through the ssh tunnel when the machine is remote, with the
+        key of the router in `rec` (a managed one) or else the machine's api_key_env."""
         if not self.transport.is_local:
             parts = urlsplit(url)
             local = await self.transport.forward_port(parts.port or 80)
             url = urlunsplit((parts.scheme, f"127.0.0.1:{local}", parts.path, "", ""))
-        if self.client is not None and self.client.base_url == url.rstrip("/"):
+        key = await self.manager.client_key(rec) if self.manager is not None else self.cfg.api_key()
+        if self.client is not None and self.client.base_url == url.rstrip("/") and self._client_key == key:
             return self.client
         if self.client is not None:
             await self.client.aclose()
-        self.client = RouterClient(url, api_key=self.cfg.api_key())
+        self.client, self._client_key = RouterClient(url, api_key=key), key
         self._update(url=self.client.base_url)
         return self.client
 
@@ -199,8 +203,8 @@ class Machine:
         self._update(port=urlsplit(self.cfg.url).port)
         return await self._consume(client, attached=True)
 
-    async def _stream(self, port: int) -> None:
-        client = await self.client_for(f"http://127.0.0.1:{port}")
+    async def _stream(self, rec: RouterRecord) -> None:
+        client = await self.client_for(f"http://127.0.0.1:{rec.port}", rec)
         await self._consume(client, attached=False)
 
     async def _consume(self, client: RouterClient, attached: bool) -> bool:
@@ -360,7 +364,7 @@ class Machine:
         self._show_status(status)
         if status.state is not RouterState.RUNNING or status.record is None:
             raise RouterNotRunning(self.name, status.state, status.reason)
-        return await self.client_for(f"http://127.0.0.1:{status.record.port}")
+        return await self.client_for(f"http://127.0.0.1:{status.record.port}", status.record)
 
     async def router_client(self) -> RouterClient:
         """The follower's client when it has one, else a fresh look (one-shot use without followers)."""

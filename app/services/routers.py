@@ -3,7 +3,8 @@
 The rules come from shared/design/router-lessons.md: the router is detached with its output appended to a 0600
 log; a record (pid, process start time, port, program, preset, log) on the serving machine lets any later run
 adopt it; adoption needs pid alive *and* the same start time *and* /health; stop marks the record "stopping"
-first and leaves it there, so watchers say "stopped on request" rather than "crashed".
+first and leaves it there, so watchers say "stopped on request" rather than "crashed". Every router started
+here requires an API key, kept beside the record (router_key.py); state directories are 0700.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from app.config import MachineConfig
 from app.services.binary import find_llama_server, program_not_found
 from app.services.errors import LifecycleError, RouterError
 from app.services.router_api import RouterClient
+from app.services.router_key import KEY_ENV, KEY_FILE, key_from_env, new_key, parse_key_file
 from app.services.transport import Transport, same_start
 from app.services.types import RouterState
 
@@ -29,6 +31,9 @@ HEALTH_EVERY = 0.25
 HEALTH_TIMEOUT = 30.0
 STOP_TIMEOUT = 15.0
 LOCK_STALE_AFTER = 60.0
+# State directories are 0700 (they hold the key, the record and the log), including ones an older llamaherd made
+# 0755; the log 0600. Positional parameters: router dir, llamaherd dir, routers dir, log.
+_PRIVATE_DIRS = 'umask 077 && mkdir -p -- "$1" && chmod 700 -- "$2" "$3" "$1" && { [ ! -e "$4" ] || chmod 600 "$4"; }'
 EMPTY_PRESET = "; models.ini for llama-server router mode, written by llamaherd.\n; One [section] per model.\n[*]\n"
 
 # One asyncio lock per (transport, router) in this process; the mkdir lock on the machine covers other processes.
@@ -47,6 +52,8 @@ class RouterRecord:
     started_at: float = 0.0  # wall clock, for uptime
     argv: tuple[str, ...] = ()
     models_max: int | None = None
+    # False for a router started before llamaherd gave every router a key: it is open to anyone on that host.
+    requires_key: bool = False
 
     def to_json(self) -> bytes:
         d = asdict(self)
@@ -79,6 +86,7 @@ class RouterManager:
         self.machine = machine
         self.transport = transport
         self._dir: str | None = None
+        self._key: tuple[tuple[int, float], str | None] | None = None  # (pid, start time) -> its key, read once
 
     # ---- paths on the serving machine ----
 
@@ -93,6 +101,9 @@ class RouterManager:
 
     async def log_path(self) -> str:
         return posixpath.join(await self.state_dir(), "router.log")
+
+    async def key_path(self) -> str:
+        return posixpath.join(await self.state_dir(), KEY_FILE)
 
     async def preset_path(self) -> str:
         if self.machine.preset:
@@ -155,19 +166,48 @@ class RouterManager:
 
     async def _healthy(self, port: int) -> bool:
         try:
-            async with self.client(port, timeout=3.0) as c:
+            async with self.client(port, timeout=3.0) as c:  # /health needs no key
                 return await c.health()
         except RouterError:
             return False
 
     @contextlib.asynccontextmanager
-    async def client(self, port: int, timeout: float = 10.0) -> AsyncIterator[RouterClient]:
+    async def client(self, port: int, timeout: float = 10.0, api_key: str | None = None) -> AsyncIterator[RouterClient]:
         local = await self.transport.forward_port(port)
-        c = RouterClient(f"http://127.0.0.1:{local}", api_key=self.machine.api_key(), timeout=timeout)
+        c = RouterClient(f"http://127.0.0.1:{local}", api_key=api_key, timeout=timeout)
         try:
             yield c
         finally:
             await c.aclose()
+
+    # ---- the API key ----
+
+    async def read_key(self) -> str | None:
+        """The key in the key file on the serving machine, or None when there is none."""
+        try:
+            data = await self.transport.read_file(await self.key_path())
+        except FileNotFoundError:
+            return None
+        return parse_key_file(data)
+
+    async def client_key(self, rec: RouterRecord | None) -> str | None:
+        """The key a client of this router sends: the key file's for a router started with one (read once per
+        router process), else the machine's api_key_env (an open router ignores it)."""
+        if rec is None or not rec.requires_key:
+            return self.machine.api_key()
+        ident = (rec.pid, rec.start_time)
+        if self._key is None or self._key[0] != ident:
+            self._key = (ident, await self.read_key() or self.machine.api_key())
+        return self._key[1]
+
+    async def _key_for_start(self) -> str:
+        """The machine's api_key_env when it sets one, else the key made on the first start (made now if none);
+        written to the key file (0600) either way, which is what the router reads."""
+        m = self.machine
+        env = m.api_key_env
+        key = key_from_env(m.name, env, m.api_key()) if env else (await self.read_key() or new_key())
+        await self.transport.write_file_atomic(await self.key_path(), (key + "\n").encode(), mode=0o600)
+        return key
 
     # ---- starting ----
 
@@ -188,6 +228,7 @@ class RouterManager:
         port = self.machine.router_port or await t.free_port()
         preset = await self.preset_path()
         log = await self.log_path()
+        await self._key_for_start()
         if not self.machine.preset and await t.stat(preset) is None:
             await t.write_file_atomic(preset, EMPTY_PRESET.encode(), mode=0o600)
         argv = (
@@ -198,13 +239,14 @@ class RouterManager:
         await self.clear_record()  # starting a new router is what clears the old record
         before = await t.stat(log)
         offset = before.size if before else 0  # what this start writes comes after this point of the log
-        pid = await t.spawn_detached(list(argv), log_path=log)
+        pid = await t.spawn_detached(list(argv), log_path=log, env_files={KEY_ENV: await self.key_path()})
         start_time = await t.process_start_time(pid)
         if start_time is None:
             raise LifecycleError(f"llama-server exited at once ({program})", await self._new_log(log, offset))
         rec = RouterRecord(
             pid=pid, start_time=start_time, port=port, program=program, preset=preset, log=log,
             state=RouterState.STARTING, started_at=time.time(), argv=argv, models_max=self.machine.models_max,
+            requires_key=True,
         )  # fmt: skip
         await self.write_record(rec)
         deadline = time.monotonic() + HEALTH_TIMEOUT
@@ -251,7 +293,7 @@ class RouterManager:
         """A lock on the serving machine (mkdir is atomic there, locally and over ssh) for other processes."""
         lock = posixpath.join(await self.state_dir(), "start.lock")
         t = self.transport
-        await t.run(["mkdir", "-p", await self.state_dir()])
+        await self._private_dirs()
         deadline = time.monotonic() + HEALTH_TIMEOUT + 10
         while True:
             r = await t.run(["mkdir", lock])
@@ -268,6 +310,16 @@ class RouterManager:
             yield
         finally:
             await t.run(["rmdir", lock])
+
+    async def _private_dirs(self) -> None:
+        d = await self.state_dir()
+        base = await self.transport.state_dir()
+        r = await self.transport.run(
+            ["sh", "-c", _PRIVATE_DIRS, "sh", d, base, posixpath.join(base, "routers"), await self.log_path()]
+        )
+        if not r.ok:
+            detail = r.stderr.decode(errors="replace").strip() or f"exit code {r.returncode}"
+            raise LifecycleError(f"cannot make the state directory {d} on {self.machine.name}: {detail}")
 
     # ---- stopping ----
 

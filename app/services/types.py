@@ -260,6 +260,7 @@ class MachineView:
     stream: str = ""  # "sse", "polling", "down" or ""
     managed: bool = True  # False for an attach-only (url) machine
     models_max: int | None = None
+    open_router: bool = False  # running without an API key (started before llamaherd required one)
 
 
 @dataclass(frozen=True)

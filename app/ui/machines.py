@@ -28,6 +28,7 @@ from app.ui.plain import plain, safe_text
 from app.ui.state import MachineState
 
 ONE_LINE_MIN_WIDTH = 56  # below this a card uses several lines
+OPEN_ROUTER_TEXT = "open: no API key: anyone on that host can use it. Restart it with one: x then s"
 
 
 class MachineCard(Widget):
@@ -106,6 +107,11 @@ class MachineCard(Widget):
             lines += [Text.assemble("  ", (chunk, cstyle)) for chunk in g.wrap(reason, inner, 2)]
             lines += [Text.assemble("  ", (chunk, rstyle)) for chunk in g.wrap(rtext, inner, 2)]
             lines += [Text("  ") + p for p in self._stat_parts(inner, compact=False)]
+        if v.open_router:
+            # A router started before llamaherd required a key: anyone on that host can drive it.
+            room = max(4, width - 3)
+            for chunk in g.wrap(OPEN_ROUTER_TEXT, room, 1 if width >= ONE_LINE_MIN_WIDTH else 3):
+                lines.append(Text.assemble("   ", (chunk, BUSY)))
         if st.problem:
             room = max(4, width - 3)
             wrapped = g.wrap(visible_lines(st.problem), room, 1 if width >= ONE_LINE_MIN_WIDTH else 3)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import subprocess
@@ -47,11 +48,16 @@ def demo_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, llama_server: str
 
 
 def test_every_headless_command_in_the_readme_runs(demo_home: Path) -> None:
-    lines = [ln for ln in shell_lines() if ln.startswith(("llamaherd", "export"))]
-    assert len(lines) >= 8
+    lines = [ln for ln in shell_lines() if ln.startswith(("llamaherd", "export", "curl"))]
+    assert len(lines) >= 8 and any(ln.startswith("curl") for ln in lines)
     env = dict(os.environ)
     for line in lines:
-        cmd = re.sub(r"^llamaherd\b", f"{sys.executable} -m app", line.split("  #")[0].strip())
+        cmd = re.sub(r"(^|\$\()llamaherd ", rf"\1{sys.executable} -m app ", line.split("  #")[0].strip())
+        if "PORT" in cmd:  # the router's port, as `status` shows it
+            st = subprocess.run([sys.executable, "-m", "app", "status", "--json"], capture_output=True, text=True,
+                                env=env, cwd=ROOT, timeout=120)  # fmt: skip
+            port = next(m["port"] for m in json.loads(st.stdout) if m["machine"] in cmd)
+            cmd = cmd.replace("PORT", str(port))
         if line.startswith("export"):
             name, _, value = cmd.removeprefix("export ").partition("=")
             env[name] = os.path.expanduser(value.replace("~", str(demo_home), 1))
@@ -67,3 +73,5 @@ def test_every_headless_command_in_the_readme_runs(demo_home: Path) -> None:
         r = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
         assert r.returncode == 0, (line, r.stdout, r.stderr)
         assert r.stdout.strip(), line
+        if line.startswith("curl"):
+            assert "chat-small" in r.stdout, (line, r.stdout)
