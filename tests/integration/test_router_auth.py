@@ -166,11 +166,13 @@ def test_another_user_gets_401_from_router_and_child_and_the_key_leaks_nowhere(h
                  ("preset", "show", "here"), ("start", "here")):  # fmt: skip
         assert run(*args).returncode == 0, args
     ev = herd.popen("events", "here")
-    time.sleep(3)
+    assert ev.stdout is not None
+    first = ev.stdout.readline()  # the connect line, then the full list
+    second = ev.stdout.readline()
     ev.send_signal(signal.SIGINT)
     out, errs = ev.communicate(timeout=10)
-    outputs.append(out + errs)
-    assert '"models"' in out
+    outputs.append(first + second + out + errs)
+    assert '"state":"connected"' in first and "alpha" in second
     for text in outputs:
         assert key not in text
     # argv of every process on the machine (root's view), the logs and every file llamaherd wrote but the key file
