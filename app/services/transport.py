@@ -23,8 +23,7 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 StateCallback = Callable[[Connection, str], None]
 
-# spawn_detached, the same on both sides. Positional parameters: log, cwd, NAME=VALUE... or NAME FILE..., "--",
-# argv...
+# spawn_detached, the same on both sides. Positional parameters: log, cwd, NAME=VALUE | NAME FILE..., "--", argv...
 # - The log is created (0600, parents 0700) in a subshell so the umask does not leak into the program.
 # - `export "$1"` assigns the value literally; nothing from outside is ever parsed as shell text.
 # - NAME FILE (a name without "=") takes the value from a file on that machine, so a secret such as an API key is
