@@ -24,7 +24,7 @@ import httpx
 import psutil
 import pytest
 
-from app.services.transport import LocalTransport
+from app.services.local_transport import LocalTransport
 from tests.conftest import IN_CI
 from tests.helpers.herd import Herd, local_config
 from tests.helpers.router import free_port, preset_text
