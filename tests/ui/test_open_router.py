@@ -15,7 +15,7 @@ async def test_an_open_router_is_shown_with_the_fix() -> None:
     fleet = demo_fleet()
     app = make_app(Config(), fleet, frozen_time=NOW)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
         assert "open: no API key" not in screen_text(app)
         up = fleet.views["gpu-box"]
         fleet.emit(MachineChanged("gpu-box", dataclasses.replace(up, open_router=True)))
