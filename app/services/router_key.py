@@ -5,6 +5,10 @@ environment (LLAMA_API_KEY, which the spawn script reads from the key file), nev
 in `ps`, a process's environment is not. The router's children inherit that environment, so a child's own port
 refuses an unauthenticated request as well. Every llamaherd that adopts the router reads the file over the same
 transport; the key is never printed (except by `llamaherd key`), logged, or written to the local config.
+
+One cost of keying the children: the router's own calls to a child for resumable streams (POST
+/v1/streams/lookup, DELETE /v1/stream in llama-server's server-models.cpp) carry no Authorization header, so with
+a keyed child they are refused. Proxied requests are not affected: the router forwards the client's header.
 """
 
 from __future__ import annotations
