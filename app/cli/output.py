@@ -88,6 +88,20 @@ def models_table(models: list[ModelInfo]) -> str:
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
 
 
+def print_json_list(items: list[Any]) -> None:
+    """`print(json.dumps(items, indent=2))`, the same text, item by item: one string of 20,000 models at once
+    took the command past 150 MB."""
+    if not items:
+        print("[]")
+        return
+    out = sys.stdout
+    out.write("[\n")
+    for i, item in enumerate(items):
+        text = json.dumps(item, indent=2).replace("\n", "\n  ")
+        out.write(f"  {text}{',' if i < len(items) - 1 else ''}\n")
+    out.write("]\n")
+
+
 def err(msg: str) -> None:
     # Messages carry outside text (paths, router answers, remote stderr): shown, never interpreted.
     print(f"llamaherd: {visible_lines(msg)}", file=sys.stderr)

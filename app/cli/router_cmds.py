@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from app.cli.context import CliContext
-from app.cli.output import err, event_json, models_table, to_jsonable
+from app.cli.output import err, event_json, models_table, print_json_list, to_jsonable
 from app.cli.wording import say
 from app.services.errors import HerdError
 from app.services.loading import ensure_loaded
@@ -18,7 +17,7 @@ async def cmd_models(ctx: CliContext, args: argparse.Namespace) -> int:
     async with ctx.router(args.machine) as r:
         models = await r.client.models()
     if args.json:
-        print(json.dumps([to_jsonable(m) for m in models], indent=2))
+        print_json_list([to_jsonable(m) for m in models])
     else:
         print(models_table(models))
     return 0

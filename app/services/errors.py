@@ -114,3 +114,15 @@ class WriteFailed(TransportError):
         self.path = path
         self.cause = cause
         super().__init__(f"{machine}: cannot write {path}: {cause}")
+
+
+class RouterNotAnswering(RouterUnreachable):
+    """Connected, but no (complete) answer within the bound: a stopped, wedged or drip-feeding router."""
+
+
+class SentNoAnswer(RouterNotAnswering):
+    """A request was sent and timed out before any answer: it may still take effect."""
+
+
+class AnswerTooBig(BadAnswer):
+    """An answer (body, event-stream line or event) over llamaherd's size limit; the request was ended."""

@@ -20,27 +20,25 @@ from typing import IO
 import psutil
 
 from app.services import probes
+from app.services.bounded import MAX_LOG_LINE, LineSplitter, log_text
 from app.services.errors import TransportError, WriteFailed
 from app.services.transport import Transport, expand_template, parse_spawn_output, pick_free_port, spawn_args
 from app.services.types import Connection, FileInfo, GpuStats, HostStats, RunResult
 from app.services.write_errors import oserror_cause
 
 
-def _decode_line(raw: bytes) -> str:
-    return raw.removesuffix(b"\n").removesuffix(b"\r").decode("utf-8", errors="replace")
-
-
 class _LocalFollower:
     """`tail -F` for a local file, one poll at a time (each poll runs in a worker thread)."""
 
     CHUNK = 1 << 20
+    READ_BACK = 4 << 20  # the first lines come from at most this much of the file's end
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.f: IO[bytes] | None = None
         self.ident: tuple[int, int] | None = None
         self.pos = 0
-        self.partial = b""
+        self.lines = LineSplitter(MAX_LOG_LINE)  # a line that never ends is cut, not held
 
     def _open(self) -> bool:
         try:
@@ -48,7 +46,8 @@ class _LocalFollower:
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             return False
         st = os.fstat(f.fileno())
-        self.f, self.ident, self.pos, self.partial = f, (st.st_dev, st.st_ino), 0, b""
+        self.f, self.ident, self.pos = f, (st.st_dev, st.st_ino), 0
+        self.lines = LineSplitter(MAX_LOG_LINE)
         return True
 
     def close(self) -> None:
@@ -64,20 +63,24 @@ class _LocalFollower:
         end = self.f.seek(0, os.SEEK_END)
         start, buf = end, b""
         # Read backwards in blocks until enough newlines are in hand.
-        while start > 0 and buf.count(b"\n") <= lines:
+        while start > 0 and buf.count(b"\n") <= lines and end - start < self.READ_BACK:
             step = min(65536, start)
             start -= step
             self.f.seek(start)
             buf = self.f.read(step) + buf
         self.pos = end
         self.f.seek(end)
-        body, nl, self.partial = buf.rpartition(b"\n")
+        body, nl, partial = buf.rpartition(b"\n")
+        overflow = [log_text(raw, cut) for raw, cut in self.lines.feed(partial)]  # an unfinished line over the limit
         if not nl:
-            return []
+            return overflow
         got = body.split(b"\n")
         if start > 0:
             got = got[1:]  # the first one is likely cut
-        return [_decode_line(x) for x in got[-lines:]] if lines > 0 else []
+        if lines <= 0:
+            return overflow
+        done = [log_text(x.removesuffix(b"\r")[:MAX_LOG_LINE], len(x) > MAX_LOG_LINE) for x in got[-lines:]]
+        return done + overflow
 
     def poll(self) -> list[str]:
         out: list[str] = []
@@ -95,7 +98,7 @@ class _LocalFollower:
         size = os.fstat(self.f.fileno()).st_size
         if size < self.pos:  # truncated in place: start over from its beginning, like tail -F
             self.f.seek(0)
-            self.pos, self.partial = 0, b""
+            self.pos, self.lines = 0, LineSplitter(MAX_LOG_LINE)
         return out + self._read_new()
 
     def _read_new(self) -> list[str]:
@@ -105,8 +108,7 @@ class _LocalFollower:
         if not data:
             return []
         self.pos += len(data)
-        *done, self.partial = (self.partial + data).split(b"\n")
-        return [_decode_line(x) for x in done]
+        return [log_text(raw, cut) for raw, cut in self.lines.feed(data)]
 
 
 class LocalTransport(Transport):

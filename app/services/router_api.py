@@ -12,7 +12,15 @@ from urllib.parse import quote
 import httpx
 
 from app.services.backoff import Backoff
-from app.services.errors import AuthRefused, BadAnswer, RouterRefused, RouterUnreachable
+from app.services.bounded import MAX_JSON_BYTES, read_capped, read_head, sse_payloads
+from app.services.errors import (
+    AuthRefused,
+    BadAnswer,
+    RouterNotAnswering,
+    RouterRefused,
+    RouterUnreachable,
+    SentNoAnswer,
+)
 from app.services.router_parse import (
     error_message,
     parse_event,
@@ -33,11 +41,22 @@ from app.services.types import (
 # The SSE stream has no keep-alives, so silence is normal; the full list is re-read this often while idle.
 REFRESH_INTERVAL = 30.0
 POLL_INTERVAL = 2.0
+# Liveness: the stream has no keep-alives, so after this much silence /health is asked, and a router that does
+# not answer it within HEALTH_BOUND is "not answering" (a SIGSTOPped router accepts connections and says nothing).
+HEALTH_EVERY = 1.5
+HEALTH_BOUND = 2.5
+# A stream that sends no headers within this is reported, not waited on forever.
+HEADERS_TIMEOUT = 4.0
 
 
 class RouterClient:
-    def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 10.0) -> None:
+    def __init__(
+        self, base_url: str, api_key: str | None = None, timeout: float = 10.0, name: str | None = None
+    ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.name = name or self.base_url
+        """Who the router is in messages: the machine's name where known."""
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         # No keep-alive: the router closes some connections after proxied answers (GET /props?model=), and a
         # POST sent on such a half-closed pooled connection failed with "Server disconnected". Loopback
@@ -60,31 +79,49 @@ class RouterClient:
 
     # ---- plumbing ----
 
-    async def _request(self, method: str, path: str, **kw: Any) -> httpx.Response:
+    async def _request(
+        self, method: str, path: str, *, limit: int = MAX_JSON_BYTES, timeout: float | None = None, **kw: Any
+    ) -> tuple[httpx.Response, bytes]:
+        """One request, its body read within `limit` bytes and the whole exchange within `timeout` seconds
+        (httpx's own timeouts are per read, so a router dripping a byte a second never hit them)."""
+        bound = timeout or self.timeout
+        where = f"{self.name}: {method} {path}"
         try:
-            resp = await self._http.request(method, path, **kw)
-        except httpx.TimeoutException:
-            raise RouterUnreachable(f"{method} {self.base_url}{path}: no answer (timed out)") from None
+            async with asyncio.timeout(bound):
+                req = self._http.build_request(method, path, timeout=bound, **kw)
+                resp = await self._http.send(req, stream=True)
+                try:
+                    if resp.status_code >= 400:
+                        raise _refusal(resp, await read_head(resp), method, path)
+                    body = await read_capped(resp, limit, where)
+                finally:
+                    await resp.aclose()
+        except (TimeoutError, httpx.TimeoutException) as e:
+            # Connected and written (anything but a connect timeout): a load or unload may still happen.
+            if method != "GET" and not isinstance(e, httpx.ConnectTimeout | httpx.PoolTimeout):
+                raise SentNoAnswer(
+                    f"{where}: sent, no answer within {bound:g} s (router not answering; it may still happen)"
+                ) from None
+            raise RouterNotAnswering(f"{where}: router not answering (no answer within {bound:g} s)") from None
         except httpx.TransportError as e:
             raise RouterUnreachable(f"{method} {self.base_url}{path}: {_reason(e)}") from None
-        if resp.status_code >= 400:
-            raise _refusal(resp, method, path)
-        return resp
+        return resp, body
 
     async def _json(self, method: str, path: str, **kw: Any) -> Any:
-        resp = await self._request(method, path, **kw)
+        resp, body = await self._request(method, path, **kw)
         try:
-            return resp.json()
+            return json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
+            text = body[:120].decode("utf-8", errors="replace")
             raise BadAnswer(
-                f"{method} {path}: the router answered {resp.status_code} with something that is not JSON: "
-                f"{resp.text[:120]!r}"
+                f"{self.name}: {method} {path}: the router answered {resp.status_code} with something that is "
+                f"not JSON: {text!r}"
             ) from None
 
     # ---- API ----
 
-    async def health(self) -> bool:
-        body = await self._json("GET", "/health")
+    async def health(self, timeout: float | None = None) -> bool:
+        body = await self._json("GET", "/health", timeout=timeout)
         if not isinstance(body, dict) or body.get("status") != "ok":
             raise BadAnswer(f'GET /health: expected {{"status": "ok"}}, got {str(body)[:120]}')
         return True
@@ -136,58 +173,99 @@ class RouterClient:
         nothing: what changed while we were away is only in the list. The list is also re-read on
         models_reload and every `refresh_interval` seconds of silence. Where /models/sse does not exist the
         stream polls /models every `poll_interval` seconds instead and says so.
+
+        A router that stops answering (its /health, or the stream's headers, not within their bound) yields
+        StreamStateEvent("not_answering"); while connected the session stays open and says "connected" again,
+        with a fresh list, as soon as /health answers.
         """
         backoff = backoff or Backoff()
         while True:
+            state = "disconnected"
             try:
                 async for ev in self._sse_session(refresh_interval, backoff):
                     yield ev
                 reason = "event stream closed by the router"
             except _NoSse:
-                async for ev in self._poll_session(poll_interval, backoff):
-                    yield ev
-                reason = "polling stopped"
+                try:
+                    async for ev in self._poll_session(poll_interval, backoff):
+                        yield ev
+                    reason = "polling stopped"
+                except RouterNotAnswering as e:
+                    state, reason = "not_answering", str(e)
+                except (RouterUnreachable, RouterRefused, BadAnswer) as e:
+                    reason = str(e)
+            except RouterNotAnswering as e:
+                state, reason = "not_answering", str(e)
             except (RouterUnreachable, RouterRefused, BadAnswer) as e:
                 reason = str(e)
             except (httpx.TransportError, httpx.StreamError) as e:
                 reason = _reason(e)
             delay = backoff.next()
-            yield StreamStateEvent(model="", state="disconnected", reason=reason, retry_in=delay)
+            yield StreamStateEvent(model="", state=state, reason=reason, retry_in=delay)
             await asyncio.sleep(delay)
 
-    async def _sse_session(self, refresh_interval: float, backoff: Backoff) -> AsyncIterator[RouterEvent]:
-        queue: asyncio.Queue[str | BaseException | None] = asyncio.Queue()
-        timeout = httpx.Timeout(10.0, read=None)
+    async def _open_stream(self) -> tuple[Any, httpx.Response]:
+        where = f"{self.name}: GET /models/sse"
+        cm = self._http.stream("GET", "/models/sse", timeout=httpx.Timeout(self.timeout, read=None))
         try:
-            cm = self._http.stream("GET", "/models/sse", timeout=timeout)
-            resp = await cm.__aenter__()
-        except httpx.TimeoutException:
-            raise RouterUnreachable(f"GET {self.base_url}/models/sse: no answer (timed out)") from None
+            # httpx's read timeout is off for the stream (silence is normal there), which also left the wait
+            # for its headers unbounded: a router that accepted the connection and said nothing hung us forever.
+            resp = await asyncio.wait_for(cm.__aenter__(), HEADERS_TIMEOUT)
+        except (TimeoutError, httpx.TimeoutException):
+            raise RouterNotAnswering(
+                f"{where}: router not answering (no headers within {HEADERS_TIMEOUT:g} s)"
+            ) from None
         except httpx.TransportError as e:
             raise RouterUnreachable(f"GET {self.base_url}/models/sse: {_reason(e)}") from None
+        return cm, resp
+
+    async def _sse_session(self, refresh_interval: float, backoff: Backoff) -> AsyncIterator[RouterEvent]:
+        # Bounded: a router flooding events waits for us instead of filling memory.
+        queue: asyncio.Queue[str | BaseException | None] = asyncio.Queue(maxsize=256)
+        cm, resp = await self._open_stream()
         reader: asyncio.Task[None] | None = None
         try:
             if resp.status_code == 404:
                 raise _NoSse()
             if resp.status_code >= 400:
-                await resp.aread()
-                raise _refusal(resp, "GET", "/models/sse")
-            reader = asyncio.create_task(_read_sse(resp, queue))
+                raise _refusal(resp, await read_head(resp), "GET", "/models/sse")
+            reader = asyncio.create_task(_read_sse(resp, queue, f"{self.name}: GET /models/sse"))
             # The list is read after the stream is open, so no change can fall between the two.
             models = await self.models()
-            backoff.reset()
             yield StreamStateEvent(model="", state="connected")
             yield ModelListEvent(model="*", models=tuple(models))
+            # The backoff is reset by the first event or answered /health, not by the connect: a router that
+            # connects and then sends garbage (a line without end) is retried ever more slowly, not every 0.5 s.
+            loop = asyncio.get_running_loop()
+            heard = loop.time()  # the last time the router said anything
+            answering = True
             while True:
                 try:
-                    item = await asyncio.wait_for(queue.get(), timeout=refresh_interval)
+                    item = await asyncio.wait_for(queue.get(), timeout=HEALTH_EVERY)
                 except TimeoutError:
-                    yield ModelListEvent(model="*", models=tuple(await self.models()))
+                    alive, why = await self._answers()
+                    if alive:
+                        backoff.reset()
+                    if alive != answering:
+                        answering = alive
+                        if not alive:
+                            yield StreamStateEvent(model="", state="not_answering", reason=why)
+                            continue
+                        yield StreamStateEvent(model="", state="connected")
+                        heard = 0.0  # what changed while it was silent is only in the list
+                    if alive and loop.time() - heard >= refresh_interval:
+                        yield ModelListEvent(model="*", models=tuple(await self.models()))
+                        heard = loop.time()
                     continue
                 if item is None:
                     return
                 if isinstance(item, BaseException):
                     raise item
+                heard = loop.time()
+                backoff.reset()
+                if not answering:
+                    answering = True
+                    yield StreamStateEvent(model="", state="connected")
                 ev = parse_event(item)
                 yield ev
                 if isinstance(ev, ModelsReloadEvent):
@@ -199,6 +277,16 @@ class RouterClient:
                     await reader
             with contextlib.suppress(Exception):
                 await cm.__aexit__(None, None, None)
+
+    async def _answers(self) -> tuple[bool, str]:
+        """Whether /health answers within HEALTH_BOUND, and why not."""
+        try:
+            await self.health(timeout=HEALTH_BOUND)
+        except RouterNotAnswering:
+            return False, f"{self.name}: router not answering (/health: no answer within {HEALTH_BOUND:g} s)"
+        except (RouterUnreachable, RouterRefused, BadAnswer) as e:
+            return False, f"{self.name}: router not answering (/health: {e})"
+        return True, ""
 
     async def _poll_session(self, poll_interval: float, backoff: Backoff) -> AsyncIterator[RouterEvent]:
         models = await self.models()
@@ -217,25 +305,20 @@ class _NoSse(Exception):
     """The router has no /models/sse (an older llama-server)."""
 
 
-async def _read_sse(resp: httpx.Response, queue: asyncio.Queue[str | BaseException | None]) -> None:
+async def _read_sse(resp: httpx.Response, queue: asyncio.Queue[str | BaseException | None], what: str) -> None:
     """Collect `data:` lines into events; a blank line ends one (several data lines join with \\n)."""
-    data: list[str] = []
     try:
-        async for line in resp.aiter_lines():
-            if line.startswith("data:"):
-                data.append(line[5:].lstrip(" "))
-            elif line == "" and data:
-                await queue.put("\n".join(data))
-                data = []
-        if data:
-            await queue.put("\n".join(data))
+        async for payload in sse_payloads(resp.aiter_bytes(), what):
+            await queue.put(payload)
         await queue.put(None)
     except (httpx.TransportError, httpx.StreamError) as e:
         await queue.put(RouterUnreachable(f"event stream lost: {_reason(e)}"))
+    except BadAnswer as e:
+        await queue.put(e)
 
 
-def _refusal(resp: httpx.Response, method: str, path: str) -> RouterRefused:
-    msg = error_message(resp.text)
+def _refusal(resp: httpx.Response, body: str, method: str, path: str) -> RouterRefused:
+    msg = error_message(body)
     if resp.status_code == 401:
         return AuthRefused(401, f"API key refused ({msg})", method, path)
     return RouterRefused(resp.status_code, msg, method, path)

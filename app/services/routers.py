@@ -21,6 +21,7 @@ from typing import Any
 
 from app.config import MachineConfig
 from app.services.binary import find_llama_server, program_not_found
+from app.services.bounded import MAX_LOG_LINE, log_text
 from app.services.errors import LifecycleError, RouterError
 from app.services.router_api import RouterClient
 from app.services.router_key import KEY_ENV, KEY_FILE, key_from_env, new_key, parse_key_file
@@ -35,6 +36,8 @@ LOCK_STALE_AFTER = 60.0
 # 0755; the log 0600. Positional parameters: router dir, llamaherd dir, routers dir, log.
 _PRIVATE_DIRS = 'umask 077 && mkdir -p -- "$1" && chmod 700 -- "$2" "$3" "$1" && { [ ! -e "$4" ] || chmod 600 "$4"; }'
 EMPTY_PRESET = "; models.ini for llama-server router mode, written by llamaherd.\n; One [section] per model.\n[*]\n"
+
+_TAIL_SCRIPT = '[ -r "$2" ] || exit 1; tail -n "$1" -- "$2" | cut -b "1-$3"'
 
 # One asyncio lock per (transport, router) in this process; the mkdir lock on the machine covers other processes.
 _local_locks: dict[tuple[int, str], asyncio.Lock] = {}
@@ -159,7 +162,12 @@ class RouterManager:
                 return None  # on its way out
             if await self._healthy(rec.port):
                 return rec
-            return None
+            # Alive but silent (stopped with SIGSTOP, wedged): starting a second one beside it would take its
+            # record and leave it running unseen.
+            raise LifecycleError(
+                f"the router on {self.machine.name} (pid {rec.pid}) is running but not answering /health; "
+                f"stop it first (`llamaherd stop {self.machine.name}`)"
+            )
         if rec.state is not RouterState.STOPPING:
             await self.clear_record()
         return None
@@ -344,5 +352,9 @@ class RouterManager:
 
     async def log_tail(self, n: int = 20, path: str | None = None) -> list[str]:
         log = path or await self.log_path()
-        r = await self.transport.run(["tail", "-n", str(n), log])
-        return r.stdout.decode(errors="replace").splitlines() if r.ok else []
+        # cut keeps the answer bounded whatever the log holds (one line of gigabytes once came back whole).
+        r = await self.transport.run(["sh", "-c", _TAIL_SCRIPT, "sh", str(int(n)), log, str(MAX_LOG_LINE + 1)])
+        if not r.ok:
+            return []
+        raw = [ln.removesuffix(b"\r") for ln in r.stdout.removesuffix(b"\n").split(b"\n")] if r.stdout else []
+        return [log_text(ln[:MAX_LOG_LINE], len(ln) > MAX_LOG_LINE) for ln in raw]
