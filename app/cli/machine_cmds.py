@@ -12,9 +12,10 @@ from typing import Any
 from app.cli.context import CliContext
 from app.cli.output import err, human_size
 from app.cli.wording import say
-from app.services.errors import HerdError
+from app.services.errors import HerdError, RouterNotAnswering
 from app.services.logs import LogAttributor
 from app.services.machine import Machine
+from app.services.router_api import HEALTH_BOUND
 from app.services.textsafe import visible, visible_lines
 from app.services.types import ModelState, RouterState
 
@@ -66,10 +67,15 @@ async def machine_status(m: Machine) -> dict[str, Any]:
             if running:
                 try:
                     client = await m.connect_router()
+                    # Bounded first: a stopped router's process looks alive, only its silence tells.
+                    await client.health(timeout=HEALTH_BOUND)
                     models = await client.models()
                     out["models_loaded"] = sum(1 for x in models if x.state is ModelState.LOADED)
                     out["models_known"] = len(models)
                     out["models_failed"] = [x.id for x in models if x.state is ModelState.FAILED]
+                except RouterNotAnswering as e:
+                    out["router"] = RouterState.NOT_ANSWERING.value
+                    out["reason"] = str(e)
                 except HerdError as e:
                     out["router"] = RouterState.UNREACHABLE.value if m.manager is None else out["router"]
                     out["reason"] = say(e)

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable
 
-from app.services.errors import ModelFailed, RouterError
+from app.services.errors import ModelFailed, RouterError, RouterNotAnswering
 from app.services.router_api import RouterClient
 from app.services.types import (
     ModelInfo,
@@ -50,6 +50,8 @@ async def ensure_loaded(
                     m = next((m for m in ev.models if m.id == canonical), None)
                     if m is not None:
                         state, exit_code = m.state, m.exit_code
+                elif isinstance(ev, StreamStateEvent) and ev.state == "not_answering":
+                    raise RouterNotAnswering(f"{ev.reason}, while {canonical} was loading")
                 elif isinstance(ev, StreamStateEvent) and ev.state == "disconnected":
                     raise RouterError(f"lost the router while {canonical} was loading: {ev.reason}")
                 if state is None:
@@ -73,6 +75,8 @@ async def _first_list(events: AsyncGenerator[RouterEvent, None]) -> tuple[ModelI
     async for ev in events:
         if isinstance(ev, ModelListEvent):
             return ev.models
+        if isinstance(ev, StreamStateEvent) and ev.state == "not_answering":
+            raise RouterNotAnswering(ev.reason)
         if isinstance(ev, StreamStateEvent) and ev.state == "disconnected":
             raise RouterError(ev.reason)
     raise RouterError("the event stream ended")

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 from app.config import MachineConfig
 from app.services.backoff import Backoff
 from app.services.errors import HerdError, RouterError, RouterNotRunning, TransportError
+from app.services.liveness import shown_state
 from app.services.local_transport import LocalTransport
 from app.services.logs import LogAttributor
 from app.services.model_fold import first_sight, fold_list, fold_router_gone, fold_status
@@ -88,11 +89,18 @@ class Machine:
         self._poke = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._log_path: str | None = None
+        # What the followers last said of the router, and whether it answers: shown together as one state.
+        self._told_state = self.view.router_state
+        self._answering = True
         self.transport.on_state_change = self._on_transport_state
 
     # ---- view ----
 
     def _update(self, **changes: object) -> None:
+        told = changes.get("router_state", self._told_state)
+        assert isinstance(told, RouterState)
+        self._told_state = told
+        changes["router_state"] = shown_state(told, self._answering)
         new = dataclasses.replace(self.view, **changes)  # type: ignore[arg-type]
         if new != self.view:
             self.view = new
@@ -193,7 +201,7 @@ class Machine:
             return self.client
         if self.client is not None:
             await self.client.aclose()
-        self.client, self._client_key = RouterClient(url, api_key=key), key
+        self.client, self._client_key = RouterClient(url, api_key=key, name=self.name), key
         self._update(url=self.client.base_url)
         return self.client
 
@@ -214,6 +222,13 @@ class Machine:
         try:
             async for ev in events:
                 if isinstance(ev, StreamStateEvent):
+                    self._answering = ev.state != "not_answering"
+                    if ev.state == "not_answering":
+                        told = RouterState.ATTACHED if attached else self._told_state
+                        self._update(router_reason=ev.reason, router_state=told)
+                        if ev.retry_in is None:
+                            continue  # still connected: it says "connected" again when /health answers
+                        return connected
                     if ev.state == "disconnected":
                         self._update(
                             stream="down",
@@ -376,5 +391,5 @@ class Machine:
     def require_client(self) -> RouterClient:
         if self.client is None or self.view.router_state not in (RouterState.RUNNING, RouterState.ATTACHED):
             state = self.view.router_state.value
-            raise RouterNotRunning(self.name, state)
+            raise RouterNotRunning(self.name, state, self.view.router_reason if state == "not answering" else "")
         return self.client

@@ -158,7 +158,8 @@ class ModelListEvent(RouterEvent):
 
 @dataclass(frozen=True)
 class StreamStateEvent(RouterEvent):
-    """The stream's own state: "connected" (SSE), "polling" (no /models/sse), "disconnected" with a reason."""
+    """The stream's own state: "connected" (SSE), "polling" (no /models/sse), "disconnected" with a reason, or
+    "not_answering" (connected, or connecting, but /health or the stream's headers not within their bound)."""
 
     state: str
     reason: str = ""
@@ -239,6 +240,7 @@ class RouterState(StrEnum):
     STOPPED = "stopped"  # stopped on request
     EXITED = "exited"  # went away without being asked (crash, kill -9)
     UNREACHABLE = "unreachable"  # attached router that does not answer
+    NOT_ANSWERING = "not answering"  # its process is there (or it accepts connections) but it says nothing in time
 
 
 @dataclass(frozen=True)

@@ -180,4 +180,9 @@ def router_text(v: MachineView, now: float | None) -> tuple[str, str]:
     if st is RouterState.UNREACHABLE:
         why = f": {visible(v.router_reason)}" if v.router_reason else ""
         return f"not answering{why}", BAD
+    if st is RouterState.NOT_ANSWERING:
+        # Its process is there (so not "exited") but it says nothing in time; the reason says what timed out.
+        why = v.router_reason.removeprefix(f"{v.name}: ").replace("router not answering ", "").strip()
+        why = why[1:-1] if why.startswith("(") and why.endswith(")") else why
+        return f"not answering{': ' + why if why else ''}", BAD
     return "router not seen yet", DIM

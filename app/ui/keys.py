@@ -16,7 +16,10 @@ from app.services.types import Connection, MachineView, ModelInfo, RouterState
 from app.ui.help import HelpRow
 
 UP = (RouterState.RUNNING, RouterState.ATTACHED)
-BUSY = (RouterState.RUNNING, RouterState.STARTING, RouterState.STOPPING, RouterState.ATTACHED)
+BUSY = (
+    RouterState.RUNNING, RouterState.STARTING, RouterState.STOPPING, RouterState.ATTACHED, RouterState.NOT_ANSWERING,
+)  # fmt: skip
+STOPPABLE = (RouterState.RUNNING, RouterState.STARTING, RouterState.NOT_ANSWERING)
 
 BINDINGS: list[BindingType] = [
     Binding("l", "load", "Load", id="load"),
@@ -98,7 +101,8 @@ ENABLED_WHEN: dict[str, Callable[[Target], bool]] = {
     "goto_log": lambda t: t.model is not None,
     "reload": lambda t: t.view.router_state in UP,
     "start_router": lambda t: _manageable(t.view) and t.view.router_state not in BUSY,
-    "stop_router": lambda t: _manageable(t.view) and t.view.router_state in (RouterState.RUNNING, RouterState.STARTING),
+    # A router that is not answering can still be stopped: that is often why the operator is here.
+    "stop_router": lambda t: _manageable(t.view) and t.view.router_state in STOPPABLE,
     "edit_preset": lambda t: _files(t) and bool(t.model_id),
     "edit_global_preset": _files,
     "model_files": _files,
