@@ -110,12 +110,12 @@ def _keygen(path: Path, comment: str) -> None:
     )
 
 
-def _wait_listening(proc: subprocess.Popen[bytes], port: int, deadline: float) -> bool:
+def _wait_listening(proc: subprocess.Popen[bytes], port: int, deadline: float, host: str = "127.0.0.1") -> bool:
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             return False
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+            with socket.create_connection((host, port), timeout=0.5) as s:
                 # OpenSSH speaks first: its banner proves it is our sshd, not something else on the port.
                 s.settimeout(2)
                 if s.recv(4).startswith(b"SSH-"):
@@ -125,8 +125,13 @@ def _wait_listening(proc: subprocess.Popen[bytes], port: int, deadline: float) -
     return False
 
 
-def start_sshd(workdir: Path, *, sftp: bool = True) -> SshServer:
-    """Start sshd in workdir (keys, config, log). Raises SshdUnavailable when sshd is not installed."""
+def start_sshd(
+    workdir: Path, *, sftp: bool = True, listen: str = "127.0.0.1", prefix: tuple[str, ...] = ()
+) -> SshServer:
+    """Start sshd in workdir (keys, config, log). Raises SshdUnavailable when sshd is not installed.
+
+    `listen` and `prefix` put it elsewhere: e.g. on a veth address inside a network namespace the test made,
+    with prefix ("ip", "netns", "exec", NAME)."""
     if not os.path.exists(SSHD) or shutil.which("ssh-keygen") is None:
         raise SshdUnavailable(f"OpenSSH sshd is not installed ({SSHD}; {HOW_TO_GET})")
     workdir.mkdir(parents=True, exist_ok=True)
@@ -151,7 +156,7 @@ def start_sshd(workdir: Path, *, sftp: bool = True) -> SshServer:
         port = _free_port()
         config = workdir / "sshd_config"
         lines = [
-            "ListenAddress 127.0.0.1",
+            f"ListenAddress {listen}",
             f"Port {port}",
             f"HostKey {host_key}",
             f"PidFile {workdir / 'sshd.pid'}",
@@ -178,19 +183,19 @@ def start_sshd(workdir: Path, *, sftp: bool = True) -> SshServer:
         log_path = workdir / "sshd.log"
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
-                [SSHD, "-D", "-e", "-f", str(config)],
+                [*prefix, SSHD, "-D", "-e", "-f", str(config)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
                 start_new_session=True,
             )
-        if _wait_listening(proc, port, time.monotonic() + 10):
+        if _wait_listening(proc, port, time.monotonic() + 10, listen):
             known = workdir / "known_hosts"
-            line = f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}"
+            line = f"[{listen}]:{port} {host_pub[0]} {host_pub[1]}"
             known.write_text(line + "\n")
             os.chmod(known, 0o600)
             return SshServer(
-                host="127.0.0.1",
+                host=listen,
                 port=port,
                 user=user,
                 client_key=str(client_key),

@@ -26,6 +26,15 @@ from app.services.types import Connection
 
 StateSink = Callable[[Connection, str], None]
 
+# A silent link loss (packets dropped, no RST) is noticed by keepalives alone: one is sent after KEEPALIVE_EVERY
+# seconds without a packet from the server, and the link is declared lost when KEEPALIVE_MISSES of them go
+# unanswered, i.e. at most (KEEPALIVE_MISSES + 1) * KEEPALIVE_EVERY = 8 s after the last packet (with 15 s x 3
+# it was 60 s). Three misses rather than two: a slow link (450 ms round trip) or a busy server gets 6 s to
+# answer one. The cost: a followed machine is rarely silent for 2 s (host stats every 2 s), so few are sent;
+# an idle connection sends one ~100-byte request every 2 s.
+KEEPALIVE_EVERY = 2.0
+KEEPALIVE_MISSES = 3
+
 
 @dataclass(frozen=True)
 class SshTarget:
@@ -124,7 +133,7 @@ class SshLink:
             "config": [t.ssh_config] if t.ssh_config else [],
             "connect_timeout": t.connect_timeout,
             "keepalive_interval": t.keepalive_interval,
-            "keepalive_count_max": 3,
+            "keepalive_count_max": KEEPALIVE_MISSES,
             "agent_path": os.environ.get("SSH_AUTH_SOCK") or None,
         }
         if t.port is not None:
@@ -179,7 +188,10 @@ class SshLink:
         self._sftp = self._sftp_conn = None
         if self.closed:
             return
-        self._set_state(Connection.CONNECTING, f"connection lost: {describe(exc) if exc else 'closed'}")
+        why = f"connection lost: {describe(exc) if exc else 'closed'}"
+        # Keepalives unanswered: the link is dead, not just cut (a cut connection reconnects within a second).
+        silent = exc is not None and "keepalive" in str(exc)
+        self._set_state(Connection.UNREACHABLE if silent else Connection.CONNECTING, why)
         self._start_reconnect()
 
     def _start_reconnect(self) -> None:

@@ -23,10 +23,11 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 import asyncssh
 
 from app.services import probes
+from app.services.bounded import MAX_LOG_LINE, LineSplitter, log_text
 from app.services.errors import TransportError, WriteFailed
 from app.services.ssh_forward import PortForwards
 from app.services.ssh_hostkeys import describe
-from app.services.ssh_link import SshLink, SshTarget
+from app.services.ssh_link import KEEPALIVE_EVERY, SshLink, SshTarget
 from app.services.transport import (
     Transport,
     expand_template,
@@ -96,7 +97,7 @@ class SshTransport(Transport):
         known_hosts: str | None = None,
         ssh_config: str | None = None,
         connect_timeout: float = 5.0,
-        keepalive_interval: float = 15.0,
+        keepalive_interval: float = KEEPALIVE_EVERY,
     ) -> None:
         super().__init__(name)
         if ssh_config is None:
@@ -416,15 +417,17 @@ class SshTransport(Transport):
             proc = await conn.create_process(cmd, encoding=None, stderr=asyncssh.DEVNULL)
         except (asyncssh.Error, OSError) as e:
             raise TransportError(f"{self.name}: cannot follow {path}: {describe(e)}") from None
+        splitter = LineSplitter(MAX_LOG_LINE)  # readline() would hold a line that never ends, whole
         try:
             while True:
                 try:
-                    raw = await proc.stdout.readline()
+                    chunk = await proc.stdout.read(65536)
                 except (asyncssh.Error, OSError) as e:
                     raise TransportError(f"{self.name}: following {path} stopped: {describe(e)}") from None
-                if not raw:
+                if not chunk:
                     break
-                yield raw.removesuffix(b"\n").removesuffix(b"\r").decode("utf-8", errors="replace")
+                for raw, cut in splitter.feed(chunk):
+                    yield log_text(raw, cut)
             if not self._link.closed:
                 raise TransportError(f"{self.name}: following {path} stopped: the connection was lost")
         finally:

@@ -22,7 +22,7 @@ from textual.widgets import Static
 
 from app.services.textsafe import visible_lines
 from app.services.types import GpuStats
-from app.ui.format import BAD, BUSY, DIM, connection_text, human_bytes, is_down, router_text
+from app.ui.format import BAD, BUSY, DIM, connection_text, duration, human_bytes, is_down, router_text
 from app.ui.glyphs import Glyphs
 from app.ui.plain import plain, safe_text
 from app.ui.state import MachineState
@@ -42,6 +42,7 @@ class MachineCard(Widget):
         self.glyphs = glyphs
         self.clock = clock
         self._uptime_text = ""
+        self._stale_text = ""
         self.name_width = len(state.view.name)
         """Names are padded to the longest in the pane, so one-line cards line up like a table."""
 
@@ -61,8 +62,9 @@ class MachineCard(Widget):
 
     def tick(self) -> None:
         """Called each second: repaint only when the uptime text changed, so an idle dashboard stays idle."""
-        text = router_text(self.state.view, self.clock())[0]
-        if text != self._uptime_text:
+        now = self.clock()
+        text = router_text(self.state.view, now)[0]
+        if text != self._uptime_text or _stale_label(self.state, now) != self._stale_text:
             self.refresh()
 
     def on_click(self, event: events.Click) -> None:
@@ -84,6 +86,7 @@ class MachineCard(Widget):
         now = self.clock()
         rtext, rstyle = router_text(v, now)
         self._uptime_text = rtext
+        self._stale_text = _stale_label(st, now)
         ctext, cstyle = connection_text(v)
         mark = Text(g.selected if self.selected else " ", style="bold")
         dot = Text(g.machine_down if down else g.machine_up, style=BAD if down else "green")
@@ -91,7 +94,13 @@ class MachineCard(Widget):
         if width >= ONE_LINE_MIN_WIDTH:
             name.pad_right(max(0, self.name_width - name.cell_len))
             head = Text.assemble(mark, dot, " ", name, "  ", (ctext.ljust(9), cstyle), " ", (rtext.ljust(14), rstyle))
-            lines = [head + self._fit_stats(width - head.cell_len)]
+            label_room = len(self._stale_text) + 2 if self._stale_text else 0
+            stats = self._fit_stats(width - head.cell_len - label_room)
+            if self._stale_text and stats.plain:
+                stats.stylize("dim")
+                stats.append("  ")
+                stats.append(self._stale_text, style=BUSY)
+            lines = [head + stats]
         else:
             # A side column: the link's state word beside the name, reasons wrapped below it, never cut to nothing.
             inner = max(8, width - 2)
@@ -106,7 +115,13 @@ class MachineCard(Widget):
                 lines = [head, Text.assemble("  ", (g.clip(word, inner), cstyle))]
             lines += [Text.assemble("  ", (chunk, cstyle)) for chunk in g.wrap(reason, inner, 2)]
             lines += [Text.assemble("  ", (chunk, rstyle)) for chunk in g.wrap(rtext, inner, 2)]
-            lines += [Text("  ") + p for p in self._stat_parts(inner, compact=False)]
+            parts = self._stat_parts(inner, compact=False)
+            if self._stale_text and st.stats is not None:
+                # Figures from before a link went quiet: dimmed, with their age, never passed off as live.
+                for p in parts:
+                    p.stylize("dim")
+                parts.insert(0, Text(self._stale_text, style=BUSY))
+            lines += [Text("  ") + p for p in parts]
         if v.open_router:
             # A router started before llamaherd required a key: anyone on that host can drive it.
             room = max(4, width - 3)
@@ -223,6 +238,11 @@ class FirstRunNotice(Static):
     DEFAULT_CSS = """
     FirstRunNotice { height: auto; padding: 0 1; background: $boost; }
     """
+
+
+def _stale_label(st: MachineState, now: float) -> str:
+    age = st.stats_age(now)
+    return "" if age is None else f"as of {duration(age)} ago"
 
 
 def _gpu_bytes(gpus: tuple[GpuStats, ...]) -> tuple[float, float]:

@@ -27,6 +27,9 @@ from app.services.types import (
 
 CPU_WINDOW = 60.0  # seconds of CPU history behind the sparkline
 CPU_SAMPLES = 120  # hard cap, whatever the sampling rate
+# Host stats arrive every 2 s; older than this they are shown dimmed with their age, never as live. A link lost
+# silently (packets dropped) delivers nothing at all until the ssh keepalives give up.
+STATS_STALE_AFTER = 5.0
 
 
 @dataclass
@@ -35,6 +38,8 @@ class MachineState:
     models: tuple[ModelInfo, ...] = ()
     stats: HostStats | None = None
     router_rss: int | None = None
+    stats_at: float | None = None
+    """When the last host stats arrived (the clock the UI renders with)."""
     cpu: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=CPU_SAMPLES))
     problem: str = ""
     """The last failure, kept in view until what failed works again (a toast alone scrolls away)."""
@@ -44,6 +49,13 @@ class MachineState:
 
     def cpu_history(self, now: float) -> list[float]:
         return [pct for t, pct in self.cpu if now - t <= CPU_WINDOW]
+
+    def stats_age(self, now: float) -> float | None:
+        """How old the shown host stats are when they are stale; None while they are fresh (or absent)."""
+        if self.stats is None or self.stats_at is None:
+            return None
+        age = now - self.stats_at
+        return age if age > STATS_STALE_AFTER else None
 
     def running_models(self) -> list[str]:
         return [m.id for m in self.models if m.state.running]
@@ -113,6 +125,7 @@ class HerdState:
             elif isinstance(ev, HostStatsChanged):
                 st.stats = ev.stats
                 st.router_rss = ev.router_rss
+                st.stats_at = now
                 st.cpu.append((now, ev.stats.cpu_pct))
                 cards.add(ev.machine)
             elif isinstance(ev, LogLines):

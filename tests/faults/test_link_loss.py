@@ -1,0 +1,85 @@
+"""A real sshd behind a link that silently drops every packet (a network namespace the test makes and removes):
+the machine shows "unreachable" within 10 s, by ssh keepalives alone, and comes back by itself.
+
+Before the keepalive settings were tightened (15 s x 3) this took 61 s, with the last figures shown as live.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.config import MachineConfig
+from app.services.machine import Machine
+from app.services.types import Connection, FleetEvent, HostStatsChanged
+from tests.faults.netns import Link, NetnsUnavailable, link
+from tests.sshd import SshdUnavailable, SshServer, start_sshd
+
+UNREACHABLE_WITHIN = 10.0
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}: required in CI")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def far(tmp_path: Path) -> Iterator[tuple[Link, SshServer]]:
+    """An sshd inside a fresh network namespace, reached over a veth pair."""
+    try:
+        with link() as ln:
+            try:
+                server = start_sshd(tmp_path / "sshd", listen=ln.ns_ip, prefix=ln.prefix)
+            except SshdUnavailable as e:
+                _unavailable(str(e))
+            try:
+                yield ln, server
+            finally:
+                server.stop()
+                ln.restore()
+    except NetnsUnavailable as e:
+        _unavailable(f"cannot make a network namespace here: {e}")
+
+
+async def _until(cond: object, timeout: float) -> float:
+    t0 = time.monotonic()
+    async with asyncio.timeout(timeout):
+        while not cond():  # type: ignore[operator]
+            await asyncio.sleep(0.05)
+    return time.monotonic() - t0
+
+
+async def test_silent_link_loss_is_unreachable_within_10_s(far: tuple[Link, SshServer], tmp_path: Path) -> None:
+    ln, server = far
+    events: list[FleetEvent] = []
+    cfg = MachineConfig(
+        name="far", host=server.host, port=server.port, user=server.user, identity_file=server.client_key,
+        known_hosts=server.known_hosts, router=f"t-{tmp_path.name}",
+    )  # fmt: skip
+    m = Machine(cfg, events.append)
+    m.start()
+    try:
+        await _until(lambda: any(isinstance(e, HostStatsChanged) for e in events), 30)
+        assert m.view.connection is Connection.CONNECTED
+
+        ln.blackhole()
+        lost_at = len(events)
+        took = await _until(lambda: m.view.connection is Connection.UNREACHABLE, 30)
+        print(f"silent link loss -> unreachable: {took:.1f} s ({m.view.connection_reason})")
+        assert took <= UNREACHABLE_WITHIN, f"unreachable only after {took:.1f} s"
+        # Nothing new came over the dead link: what the pane has is the last figures, shown as stale.
+        assert not any(isinstance(e, HostStatsChanged) for e in events[lost_at + 1 :])
+
+        ln.restore()
+        back = await _until(lambda: m.view.connection is Connection.CONNECTED, 40)
+        print(f"link back -> connected: {back:.1f} s")
+        n = len(events)
+        await _until(lambda: any(isinstance(e, HostStatsChanged) for e in events[n:]), 15)
+    finally:
+        await m.close()
