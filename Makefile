@@ -29,7 +29,7 @@ test: install-test lint
 screenshots: install
 	$(PYTHON) -m scripts.screenshots screenshots
 
-BENCHES = event_latency_cli ssh_connect lifecycle ui_event_to_screen ui_idle_cpu ui_size
+BENCHES = event_latency_cli ssh_connect lifecycle ui_event_to_screen ui_idle_cpu ui_size hostile_rss liveness link_loss
 
 bench: install-test
 	for b in $(BENCHES); do $(PYTHON) -m bench.$$b || exit 1; done

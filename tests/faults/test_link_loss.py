@@ -55,6 +55,7 @@ async def _until(cond: object, timeout: float) -> float:
     return time.monotonic() - t0
 
 
+@pytest.mark.ssh
 async def test_silent_link_loss_is_unreachable_within_10_s(far: tuple[Link, SshServer], tmp_path: Path) -> None:
     ln, server = far
     events: list[FleetEvent] = []
