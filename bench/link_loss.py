@@ -55,11 +55,12 @@ async def trials(ln: Link, server: SshServer, n: int, every: float) -> list[tupl
             last_stats = max(i for i, e in enumerate(events) if isinstance(e, HostStatsChanged))
             ln.blackhole()
             took = await _until(lambda: m.view.connection is Connection.UNREACHABLE, 180)
+            why = m.view.connection_reason
             assert not any(isinstance(e, HostStatsChanged) for e in events[last_stats + 2 :])
             ln.restore()
             back = await _until(lambda: m.view.connection is Connection.CONNECTED, 60)
             out.append((took, back))
-            print(f"  unreachable after {took:.1f} s ({m.view.connection_reason}); connected again {back:.1f} s "
+            print(f"  unreachable after {took:.1f} s ({why}); connected again {back:.1f} s "
                   f"after the link came back", flush=True)  # fmt: skip
     finally:
         await m.close()

@@ -48,6 +48,7 @@ INSPECT_EVERY = 2.0  # how often a stopped/absent router is looked at again
 LOG_FLUSH_EVERY = 0.1
 LOG_FIRST_LINES = 200
 FAILURE_LOG_LINES = 8
+STREAM_STABLE_AFTER = 5.0  # a stream up at least this long resets the reconnect backoff
 
 Emit = Callable[[FleetEvent], None]
 
@@ -152,14 +153,18 @@ class Machine:
                 await self.transport.connect()
                 if self.manager is None:
                     if await self._follow_attached():
-                        backoff.reset()  # it was up: a router back after a long outage is retried quickly
+                        backoff.reset()  # it was up a while: a router back after a long outage is retried quickly
                     await self._wait_poke(backoff.next())
                     continue
                 status = await self.manager.inspect()
                 self._show_status(status)
                 if status.state is RouterState.RUNNING and status.record is not None:
-                    await self._stream(status.record)
-                    continue  # the stream ended: look again at once (a kill -9 shows within a second)
+                    if await self._stream(status.record):
+                        backoff.reset()
+                        continue  # the stream ended: look again at once (a kill -9 shows within a second)
+                    # Up only briefly (a router that connects and then sends garbage): retried ever more slowly.
+                    await self._wait_poke(backoff.next())
+                    continue
                 await self._wait_poke(0.25 if status.state is RouterState.STARTING else INSPECT_EVERY)
                 backoff.reset()
             except asyncio.CancelledError:
@@ -211,14 +216,16 @@ class Machine:
         self._update(port=urlsplit(self.cfg.url).port)
         return await self._consume(client, attached=True)
 
-    async def _stream(self, rec: RouterRecord) -> None:
+    async def _stream(self, rec: RouterRecord) -> bool:
         client = await self.client_for(f"http://127.0.0.1:{rec.port}", rec)
-        await self._consume(client, attached=False)
+        return await self._consume(client, attached=False)
 
     async def _consume(self, client: RouterClient, attached: bool) -> bool:
-        """Follow one connection of the event stream until it drops. True if it was connected at all."""
+        """Follow one connection of the event stream until it drops. True if it stayed connected a while."""
         events = client.events()
         connected = False
+        loop = asyncio.get_running_loop()
+        since = loop.time()
         try:
             async for ev in events:
                 if isinstance(ev, StreamStateEvent):
@@ -228,15 +235,16 @@ class Machine:
                         self._update(router_reason=ev.reason, router_state=told)
                         if ev.retry_in is None:
                             continue  # still connected: it says "connected" again when /health answers
-                        return connected
+                        return connected and loop.time() - since >= STREAM_STABLE_AFTER
                     if ev.state == "disconnected":
                         self._update(
                             stream="down",
                             router_reason=ev.reason,
-                            router_state=RouterState.UNREACHABLE if attached else self.view.router_state,
+                            router_state=RouterState.UNREACHABLE if attached else self._told_state,
                         )
-                        return connected
-                    connected = True
+                        return connected and loop.time() - since >= STREAM_STABLE_AFTER
+                    if not connected:
+                        connected, since = True, loop.time()
                     stream = "sse" if ev.state == "connected" else "polling"
                     changes: dict[str, object] = {"stream": stream, "router_reason": ev.reason}
                     if attached:
@@ -247,7 +255,7 @@ class Machine:
         finally:
             with contextlib.suppress(Exception):
                 await events.aclose()
-        return connected
+        return connected and loop.time() - since >= STREAM_STABLE_AFTER
 
     async def _apply(self, ev: RouterEvent) -> None:
         if isinstance(ev, ModelListEvent):

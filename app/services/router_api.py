@@ -67,9 +67,18 @@ class RouterClient:
             timeout=timeout,
             limits=httpx.Limits(max_keepalive_connections=0),
         )
+        # /health is asked every 1.5 s of silence and is the router's own answer (never proxied), so it keeps
+        # one connection open: over ssh that is one forwarded channel, not a new one per check.
+        self._probe = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=timeout,
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+        )
 
     async def aclose(self) -> None:
         await self._http.aclose()
+        await self._probe.aclose()
 
     async def __aenter__(self) -> RouterClient:
         return self
@@ -80,7 +89,14 @@ class RouterClient:
     # ---- plumbing ----
 
     async def _request(
-        self, method: str, path: str, *, limit: int = MAX_JSON_BYTES, timeout: float | None = None, **kw: Any
+        self,
+        method: str,
+        path: str,
+        *,
+        limit: int = MAX_JSON_BYTES,
+        timeout: float | None = None,
+        http: httpx.AsyncClient | None = None,
+        **kw: Any,
     ) -> tuple[httpx.Response, bytes]:
         """One request, its body read within `limit` bytes and the whole exchange within `timeout` seconds
         (httpx's own timeouts are per read, so a router dripping a byte a second never hit them)."""
@@ -88,8 +104,9 @@ class RouterClient:
         where = f"{self.name}: {method} {path}"
         try:
             async with asyncio.timeout(bound):
-                req = self._http.build_request(method, path, timeout=bound, **kw)
-                resp = await self._http.send(req, stream=True)
+                client = http or self._http
+                req = client.build_request(method, path, timeout=bound, **kw)
+                resp = await client.send(req, stream=True)
                 try:
                     if resp.status_code >= 400:
                         raise _refusal(resp, await read_head(resp), method, path)
@@ -121,7 +138,7 @@ class RouterClient:
     # ---- API ----
 
     async def health(self, timeout: float | None = None) -> bool:
-        body = await self._json("GET", "/health", timeout=timeout)
+        body = await self._json("GET", "/health", timeout=timeout, http=self._probe)
         if not isinstance(body, dict) or body.get("status") != "ok":
             raise BadAnswer(f'GET /health: expected {{"status": "ok"}}, got {str(body)[:120]}')
         return True

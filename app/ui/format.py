@@ -6,6 +6,8 @@ their contrast in tmux with TERM=screen-256color, where true colour is not passe
 
 from __future__ import annotations
 
+import re
+
 from app.services.textsafe import visible
 from app.services.types import Connection, MachineView, ModelInfo, ModelState, RouterState
 from app.ui.glyphs import Glyphs
@@ -182,7 +184,6 @@ def router_text(v: MachineView, now: float | None) -> tuple[str, str]:
         return f"not answering{why}", BAD
     if st is RouterState.NOT_ANSWERING:
         # Its process is there (so not "exited") but it says nothing in time; the reason says what timed out.
-        why = v.router_reason.removeprefix(f"{v.name}: ").replace("router not answering ", "").strip()
-        why = why[1:-1] if why.startswith("(") and why.endswith(")") else why
+        why = re.sub(r"router not answering \((.*)\)$", r"\1", v.router_reason.removeprefix(f"{v.name}: ")).strip()
         return f"not answering{': ' + why if why else ''}", BAD
     return "router not seen yet", DIM

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -104,3 +105,45 @@ def _stop(pid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
+
+
+def dashboard_peak(url: str, d: Path, app_path: str, seconds: float, cap: float) -> tuple[float, str]:
+    """The dashboard in a tmux pane of its own for `seconds`: (peak RSS MB, how it ended and what it showed)."""
+    cfg = d / "config.toml"
+    cfg.write_text(f'[[machines]]\nname = "box"\nurl = "{url}"\n')
+    sock = f"llamaherd-bench-{os.getpid()}"
+    env = f"TERM=screen-256color LANG=C.UTF-8 PYTHONPATH={shlex.quote(app_path)} XDG_STATE_HOME={shlex.quote(str(d))}"
+    cmd = f"cd {shlex.quote(app_path)} && exec env {env} {shlex.quote(sys.executable)} -m app --config {cfg}"
+    subprocess.run(["tmux", "-L", sock, "-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "40", cmd],
+                   check=True, timeout=10)  # fmt: skip
+    out = subprocess.run(["tmux", "-L", sock, "display-message", "-p", "#{pane_pid}"], capture_output=True,
+                         text=True, timeout=10).stdout.strip()  # fmt: skip
+    server = subprocess.run(["tmux", "-L", sock, "display-message", "-p", "#{pid}"], capture_output=True,
+                            text=True, timeout=10).stdout.strip()  # fmt: skip
+    pid = int(out)
+    peak, how = 0.0, ""
+    end = time.monotonic() + seconds
+    try:
+        while time.monotonic() < end:
+            peak = max(peak, _status_mb(pid, "VmHWM"))
+            if _status_mb(pid, "VmRSS") > cap:
+                how = "killed at the RSS cap"
+                os.kill(pid, signal.SIGKILL)
+                break
+            if not Path(f"/proc/{pid}").exists():
+                how = "EXITED before the end"
+                break
+            time.sleep(0.05)
+        peak = max(peak, _status_mb(pid, "VmHWM"))
+        if not how:
+            screen = subprocess.run(["tmux", "-L", sock, "capture-pane", "-p"], capture_output=True, text=True,
+                                    timeout=10).stdout  # fmt: skip
+            card = [ln.split("││")[0].strip("│ ") for ln in screen.splitlines()[2:5]]
+            how = "still up, the card says: " + " / ".join(c for c in card if c)
+    finally:
+        subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True, timeout=10)
+        for p in (pid, int(server) if server.isdigit() else 0):
+            if p:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p, signal.SIGKILL)
+    return peak, how

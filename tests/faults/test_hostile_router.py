@@ -6,6 +6,7 @@ naming the router and what was exceeded, and llamaherd's peak RSS (the kernel's 
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import threading
 from collections.abc import Callable
@@ -13,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import need
 from tests.faults import hostile_http as H
-from tests.faults.measure import Measured, run_llamaherd
+from tests.faults.measure import ROOT, Measured, dashboard_peak, run_llamaherd
 
 RSS_LIMIT_MB = 150.0
 Answer = Callable[[socket.socket, threading.Event], None]
@@ -72,3 +74,21 @@ def test_events_reports_the_broken_stream(tmp_path: Path, answer: Answer, state:
     assert any(s["state"] == state and s["reason"] == expect for s in states), m.stdout[:2000]
     # Retried with a growing delay, not every 0.5 s against a router that keeps sending garbage.
     assert sum(1 for s in states if s["state"] == "connected") <= 6, m.stdout[:2000]
+
+
+@pytest.mark.parametrize(
+    ("path", "answer", "expect"),
+    [
+        ("/models", H.endless_models, "GET /models: the answer passed the 16"),
+        ("/models/sse", H.endless_sse_line, "GET /models/sse: an event-stream line"),
+        ("/models/sse", H.headerless, "GET /models/sse: no headers within 4 s"),
+    ],
+    ids=["endless-body", "endless-line", "no-headers"],
+)
+def test_dashboard_stays_up_small_and_says_why(tmp_path: Path, path: str, answer: Answer, expect: str) -> None:
+    need("tmux", shutil.which("tmux") is not None)
+    with H.HostileRouter({path: answer}) as r:
+        peak, how = dashboard_peak(r.url, tmp_path, str(ROOT), 15.0, 1024)
+    print(f"dashboard {path}: peak RSS {peak:.0f} MB, {how}")
+    assert how.startswith("still up") and peak < RSS_LIMIT_MB, (peak, how)
+    assert "not answering" in how and expect in how, how
