@@ -1,9 +1,8 @@
 """A network namespace joined to this one by a veth pair, whose link can be made to drop every packet.
 
-This kernel has no netem; a token bucket (`tc qdisc ... tbf`) with a one-byte burst drops everything it is
-given, silently: no RST, no ICMP, as when a cable is pulled somewhere between two routers. Both ends get one,
-so neither direction passes. Everything made here is removed on exit (the namespace takes its veth end and
-the pair with it).
+This kernel has no netem (nor tc classifiers); a token bucket (`tc qdisc ... tbf`) with a one-byte burst drops
+everything it is given, silently: no RST, no ICMP, as when a cable is pulled somewhere between two routers.
+Everything made here is removed on exit (the namespace takes its veth end and the pair with it).
 """
 
 from __future__ import annotations
@@ -27,6 +26,13 @@ def _ip(*args: str) -> None:
         raise NetnsUnavailable(f"ip {' '.join(args)}: {r.stderr.strip() or r.returncode}")
 
 
+def _out(*args: str) -> str:
+    r = subprocess.run(args, capture_output=True, text=True, timeout=10)
+    if r.returncode != 0:
+        raise NetnsUnavailable(f"{' '.join(args)}: {r.stderr.strip() or r.returncode}")
+    return r.stdout
+
+
 def _tc(*args: str) -> None:
     r = subprocess.run(args, capture_output=True, text=True, timeout=10)
     if r.returncode != 0:
@@ -47,15 +53,30 @@ class Link:
         return ("ip", "netns", "exec", self.ns)
 
     def blackhole(self) -> None:
-        """Drop every packet both ways from now on."""
-        for pre, dev in (((), self.host_if), (self.prefix, self.ns_if)):
-            _tc(*pre, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", "1kbit", "burst", "1",
-                "latency", "1ms")  # fmt: skip
+        """Drop every packet both ways from now on, beyond this machine's own network stack.
+
+        Dropping on this side's egress too (a tbf on our veth end) was no silent loss: TCP saw its own sends
+        fail and gave up by itself after ~8 s ("Connection timed out"), whatever the keepalives. So the far
+        side does all the dropping: its egress goes through a tbf that passes nothing, and its address is
+        taken away, so what reaches it is for nobody and is dropped without a word (no forwarding, no ICMP).
+        Our neighbour entry for it is pinned first, so nothing here notices a missing ARP answer either."""
+        mac = _out("ip", "netns", "exec", self.ns, "cat", f"/sys/class/net/{self.ns_if}/address").strip()
+        _ip("neigh", "replace", self.ns_ip, "lladdr", mac, "dev", self.host_if, "nud", "permanent")
+        _tc(*self.prefix, "tc", "qdisc", "replace", "dev", self.ns_if, "root", "tbf", "rate", "1kbit",
+            "burst", "1", "latency", "1ms")  # fmt: skip
+        _ip("netns", "exec", self.ns, "ip", "addr", "del", f"{self.ns_ip}/30", "dev", self.ns_if)
+        self._holed = True
 
     def restore(self) -> None:
-        for pre, dev in (((), self.host_if), (self.prefix, self.ns_if)):
-            with contextlib.suppress(NetnsUnavailable):
-                _tc(*pre, "tc", "qdisc", "del", "dev", dev, "root")
+        if not getattr(self, "_holed", False):
+            return
+        self._holed = False
+        with contextlib.suppress(NetnsUnavailable):
+            _ip("netns", "exec", self.ns, "ip", "addr", "add", f"{self.ns_ip}/30", "dev", self.ns_if)
+        with contextlib.suppress(NetnsUnavailable):
+            _tc(*self.prefix, "tc", "qdisc", "del", "dev", self.ns_if, "root")
+        with contextlib.suppress(NetnsUnavailable):
+            _ip("neigh", "del", self.ns_ip, "dev", self.host_if)
 
 
 def why_not() -> str | None:
