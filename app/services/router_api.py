@@ -258,7 +258,7 @@ class RouterClient:
             answering = True
             while True:
                 try:
-                    item = await asyncio.wait_for(queue.get(), timeout=HEALTH_EVERY)
+                    item = await asyncio.wait_for(queue.get(), timeout=min(HEALTH_EVERY, refresh_interval))
                 except TimeoutError:
                     alive, why = await self._answers()
                     if alive:
