@@ -14,7 +14,7 @@ import asyncio
 import time
 
 from app.config import MachineConfig
-from app.services import ssh_transport
+from app.services import ssh_link
 from app.services.machine import Machine
 from app.services.ssh_transport import SshTransport
 from app.services.types import Connection, FleetEvent, HostStatsChanged
@@ -70,10 +70,10 @@ async def trials(ln: Link, server: SshServer, n: int, every: float) -> list[tupl
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=3)
-    ap.add_argument("--every", type=float, default=ssh_transport.KEEPALIVE_EVERY)
-    ap.add_argument("--misses", type=int, default=ssh_transport.KEEPALIVE_MISSES)
+    ap.add_argument("--every", type=float, default=ssh_link.KEEPALIVE_EVERY)
+    ap.add_argument("--misses", type=int, default=ssh_link.KEEPALIVE_MISSES)
     args = ap.parse_args()
-    ssh_transport.KEEPALIVE_MISSES = args.misses
+    ssh_link.KEEPALIVE_MISSES = args.misses
     print(f"ssh keepalive every {args.every:g} s, link lost after {args.misses} unanswered "
           f"(worst case {(args.misses + 1) * args.every:g} s after the last packet)")  # fmt: skip
     try:

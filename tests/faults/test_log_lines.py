@@ -12,9 +12,10 @@ import pytest
 
 from app.config import MachineConfig
 from app.services.bounded import MAX_LOG_LINE
+from app.services.local_transport import LocalTransport
 from app.services.routers import RouterManager
 from app.services.ssh_transport import SshTransport
-from app.services.transport import LocalTransport, Transport
+from app.services.transport import Transport
 from tests.sshd import SshServer
 
 HUGE = 20 * 1024 * 1024  # a 20 MB line
