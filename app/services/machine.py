@@ -93,6 +93,7 @@ class Machine:
         # What the followers last said of the router, and whether it answers: shown together as one state.
         self._told_state = self.view.router_state
         self._answering = True
+        self._flaky = False  # the last stream broke soon after it connected
         self.transport.on_state_change = self._on_transport_state
 
     # ---- view ----
@@ -226,11 +227,14 @@ class Machine:
         connected = False
         loop = asyncio.get_running_loop()
         since = loop.time()
+        confirm: asyncio.TimerHandle | None = None
         try:
             async for ev in events:
                 if isinstance(ev, StreamStateEvent):
                     self._answering = ev.state != "not_answering"
                     if ev.state == "not_answering":
+                        if confirm is not None:
+                            confirm.cancel()
                         told = RouterState.ATTACHED if attached else self._told_state
                         self._update(router_reason=ev.reason, router_state=told)
                         if ev.retry_in is None:
@@ -242,20 +246,35 @@ class Machine:
                             router_reason=ev.reason,
                             router_state=RouterState.UNREACHABLE if attached else self._told_state,
                         )
-                        return connected and loop.time() - since >= STREAM_STABLE_AFTER
+                        stable = connected and loop.time() - since >= STREAM_STABLE_AFTER
+                        self._flaky = connected and not stable
+                        return stable
                     if not connected:
                         connected, since = True, loop.time()
                     stream = "sse" if ev.state == "connected" else "polling"
                     changes: dict[str, object] = {"stream": stream, "router_reason": ev.reason}
                     if attached:
                         changes["router_state"] = RouterState.ATTACHED
+                    if self._flaky:
+                        # Its last stream broke soon after connecting (garbage, an answer without end): the
+                        # failure stays shown until this one has lasted, instead of flashing "attached" between.
+                        if confirm is not None:
+                            confirm.cancel()
+                        confirm = loop.call_later(STREAM_STABLE_AFTER, self._confirm, changes)
+                        continue
                     self._update(**changes)
                     continue
                 await self._apply(ev)
         finally:
+            if confirm is not None:
+                confirm.cancel()
             with contextlib.suppress(Exception):
                 await events.aclose()
         return connected and loop.time() - since >= STREAM_STABLE_AFTER
+
+    def _confirm(self, changes: dict[str, object]) -> None:
+        self._flaky = False
+        self._update(**changes)
 
     async def _apply(self, ev: RouterEvent) -> None:
         if isinstance(ev, ModelListEvent):
