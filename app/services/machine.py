@@ -183,7 +183,7 @@ class Machine:
         alive = state in (RouterState.RUNNING, RouterState.STARTING)
         self._update(
             router_state=state,
-            router_reason=st.reason,
+            router_reason=st.reason or ("" if self._answering else self.view.router_reason),
             pid=rec.pid if rec else None,
             port=rec.port if rec else None,
             started_at=rec.started_at if rec and alive else None,

@@ -248,7 +248,7 @@ class RouterClient:
                 raise _refusal(resp, await read_head(resp), "GET", "/models/sse")
             reader = asyncio.create_task(_read_sse(resp, queue, f"{self.name}: GET /models/sse"))
             # The list is read after the stream is open, so no change can fall between the two.
-            models = await self.models()
+            models = await self._watched_models()
             yield StreamStateEvent(model="", state="connected")
             yield ModelListEvent(model="*", models=tuple(models))
             # The backoff is reset by the first event or answered /health, not by the connect: a router that
@@ -271,7 +271,7 @@ class RouterClient:
                         yield StreamStateEvent(model="", state="connected")
                         heard = 0.0  # what changed while it was silent is only in the list
                     if alive and loop.time() - heard >= refresh_interval:
-                        yield ModelListEvent(model="*", models=tuple(await self.models()))
+                        yield ModelListEvent(model="*", models=tuple(await self._watched_models()))
                         heard = loop.time()
                     continue
                 if item is None:
@@ -286,7 +286,7 @@ class RouterClient:
                 ev = parse_event(item)
                 yield ev
                 if isinstance(ev, ModelsReloadEvent):
-                    yield ModelListEvent(model="*", models=tuple(await self.models()))
+                    yield ModelListEvent(model="*", models=tuple(await self._watched_models()))
         finally:
             if reader is not None:
                 reader.cancel()
@@ -294,6 +294,25 @@ class RouterClient:
                     await reader
             with contextlib.suppress(Exception):
                 await cm.__aexit__(None, None, None)
+
+    async def _watched_models(self) -> list[ModelInfo]:
+        """GET /models, with /health asked beside it while it takes long: a router that stops answering in the
+        middle is reported within HEALTH_EVERY + HEALTH_BOUND, not after the whole request timeout (a big list
+        over a slow link may take long and still be fine, as long as /health answers)."""
+        task = asyncio.ensure_future(self.models())
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=HEALTH_EVERY)
+                if done:
+                    return task.result()
+                alive, why = await self._answers()
+                if not alive and not task.done():
+                    raise RouterNotAnswering(why)
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
 
     async def _answers(self) -> tuple[bool, str]:
         """Whether /health answers within HEALTH_BOUND, and why not."""
@@ -306,13 +325,13 @@ class RouterClient:
         return True, ""
 
     async def _poll_session(self, poll_interval: float, backoff: Backoff) -> AsyncIterator[RouterEvent]:
-        models = await self.models()
+        models = await self._watched_models()
         backoff.reset()
         yield StreamStateEvent(model="", state="polling", reason="this router has no /models/sse; polling /models")
         yield ModelListEvent(model="*", models=tuple(models))
         while True:
             await asyncio.sleep(poll_interval)
-            fresh = await self.models()
+            fresh = await self._watched_models()
             if fresh != models:
                 models = fresh
                 yield ModelListEvent(model="*", models=tuple(models))
