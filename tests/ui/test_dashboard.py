@@ -397,13 +397,13 @@ async def test_stale_host_stats_are_dimmed_with_their_age_never_live() -> None:
     fleet = demo_fleet()
     app = app_for(fleet)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
         await wait_for(pilot, lambda: app.state.get("gpu-box").stats is not None)
         assert "as of" not in screen_text(app)
         app.frozen_time = NOW + 12  # nothing new arrived for 12 s: a link gone quiet
-        app.machines.tick()
+        app.dashboard.machines.tick()
         await wait_for(pilot, lambda: "as of 12s ago" in screen_text(app))
-        card = app.machines.card("gpu-box").render()
+        card = app.dashboard.machines.card("gpu-box").render()
         assert "as of 12s ago" in card.plain, card.plain
         stats_at = card.plain.index("cpu")
         assert any("dim" in str(sp.style) and sp.start <= stats_at < sp.end for sp in card.spans), card.spans
@@ -415,7 +415,7 @@ async def test_a_router_not_answering_is_shown_so_and_comes_back_by_itself() -> 
     fleet = demo_fleet()
     app = app_for(fleet)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.model_table.rows_now) == 5)
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
         up = fleet.views["workstation"]
         silent = dataclasses.replace(
             up,
@@ -423,8 +423,8 @@ async def test_a_router_not_answering_is_shown_so_and_comes_back_by_itself() -> 
             router_reason="workstation: router not answering (/health: no answer within 2.5 s)",
         )
         fleet.emit(MachineChanged("workstation", silent))
-        card = app.machines.card("workstation")
+        card = app.dashboard.machines.card("workstation")
         await wait_for(pilot, lambda: "not answering: /health: no answer" in " ".join(card.render().plain.split()))
-        assert app.check_action("stop_router", ()) is True  # a wedged router can still be stopped
+        assert app.dashboard.check_action("stop_router", ()) is True  # a wedged router can still be stopped
         fleet.emit(MachineChanged("workstation", up))
         await wait_for(pilot, lambda: "not answering" not in screen_text(app))
