@@ -86,6 +86,7 @@ def main() -> None:
             try:
                 res = asyncio.run(trials(ln, server, args.trials, args.every))
             finally:
+                server.cut_connections()  # its sessions (a remote tail) would outlive the listener
                 server.stop()
                 ln.restore()
     except NetnsUnavailable as e:

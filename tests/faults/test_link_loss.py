@@ -41,6 +41,7 @@ def far(tmp_path: Path) -> Iterator[tuple[Link, SshServer]]:
             try:
                 yield ln, server
             finally:
+                server.cut_connections()  # its sessions (a remote tail) would outlive the listener
                 server.stop()
                 ln.restore()
     except NetnsUnavailable as e:
