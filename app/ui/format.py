@@ -185,5 +185,5 @@ def router_text(v: MachineView, now: float | None) -> tuple[str, str]:
     if st is RouterState.NOT_ANSWERING:
         # Its process is there (so not "exited") but it says nothing in time; the reason says what timed out.
         why = re.sub(r"router not answering \((.*)\)$", r"\1", v.router_reason.removeprefix(f"{v.name}: ")).strip()
-        return f"not answering{': ' + why if why else ''}", BAD
+        return f"not answering{': ' + visible(why) if why else ''}", BAD
     return "router not seen yet", DIM
