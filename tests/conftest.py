@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -10,28 +9,29 @@ import pytest
 
 from app.services.binary import HOW_TO_GET, find_llama_server
 from app.tinymodels import TinySpec, write_corrupt_model, write_tiny_model
+from tests.helpers.herd import Herd, local_config
+from tests.helpers.needs import missing
 from tests.helpers.router import RouterProc, preset_text
 
 # One sshd (and one without SFTP) for the whole session, shared by every module that asks for them.
 pytest_plugins = ["tests.sshd"]
 
-IN_CI = bool(os.environ.get("CI"))
+SSHD_FIXTURES = {"sshd", "sshd_nosftp", "any_sshd"}
 
 
-def need(what: str, ok: bool) -> None:
-    """Skip with the reason on a developer machine; in CI a missing component is a failure."""
-    if ok:
-        return
-    if IN_CI:
-        pytest.fail(f"{what} is required in CI")
-    pytest.skip(f"{what} is not installed here")
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that asks for an sshd carries the `ssh` marker, so `-m "not ssh"` really leaves sshd out.
+    (A test that picks its sshd with request.getfixturevalue must carry the marker itself.)"""
+    for item in items:
+        if SSHD_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.ssh)
 
 
 @pytest.fixture(scope="session")
 def llama_server() -> str:
     path = find_llama_server()
-    need("llama-server (" + HOW_TO_GET.splitlines()[0] + ")", path is not None)
-    assert path is not None
+    if path is None:
+        missing("llama-server is not installed (" + HOW_TO_GET.splitlines()[0] + ")")
     return path
 
 
@@ -109,6 +109,18 @@ def make_router(llama_server: str, tiny_models: dict[str, Path], tmp_path: Path)
     yield factory
     for r in started:
         r.stop()
+
+
+@pytest.fixture
+def herd(tmp_path: Path, tiny_models: dict[str, Path], llama_server: str) -> Iterator[Herd]:
+    """The `llamaherd` command with a machine "here" serving the tiny models from tmp_path/models.ini; every
+    router it started is stopped by pid at the end."""
+    preset = tmp_path / "models.ini"
+    preset.write_text(preset_text(dict(tiny_models)))
+    h = Herd(root=tmp_path, config=tmp_path / "config.toml", extra_env={"LLAMA_SERVER": llama_server})
+    h.write_config(local_config("here", preset))
+    yield h
+    h.stop_all()
 
 
 @pytest.fixture

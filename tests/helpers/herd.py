@@ -8,11 +8,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+
+from tests.helpers.wait import eventually
 
 
 @dataclass
@@ -71,9 +72,7 @@ class Herd:
                 for k in [proc, *kids]:
                     with contextlib.suppress(psutil.NoSuchProcess):
                         k.send_signal(signal.SIGKILL)
-        deadline = time.monotonic() + 5
-        while self.router_pids() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        eventually(lambda: not self.router_pids(), timeout=5)
 
 
 def local_config(name: str, preset: Path, **extra: object) -> str:

@@ -7,11 +7,12 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+from tests.helpers.wait import wait_for_sync
 
 
 def free_port() -> int:
@@ -85,18 +86,16 @@ class RouterProc:
         return self
 
     def wait_healthy(self, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def healthy() -> bool:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise RuntimeError(f"llama-server exited {self.proc.returncode}:\n{self.log_tail()}")
             try:
-                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
-                    return
+                return httpx.get(self.url + "/health", timeout=1).status_code == 200
             except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"llama-server not healthy after {timeout}s:\n{self.log_tail()}")
+                return False
+
+        wait_for_sync(healthy, timeout, what="llama-server healthy", step=0.1, explain=self.log_tail)
 
     def log_tail(self, n: int = 30) -> str:
         try:
@@ -128,16 +127,17 @@ class RouterProc:
         self.proc.wait(timeout=5)
 
     def wait_model(self, model: str, states: set[str], timeout: float = 30.0) -> dict[str, object]:
-        deadline = time.monotonic() + timeout
         last: dict[str, object] = {}
-        while time.monotonic() < deadline:
+
+        def reached() -> bool:
             for m in httpx.get(self.url + "/models", timeout=5, headers=self._auth()).json()["data"]:
                 if m["id"] == model:
-                    last = m
-                    if m["status"]["value"] in states:
-                        return dict(m)
-            time.sleep(0.1)
-        raise AssertionError(f"{model} never reached {states}; last: {last}")
+                    last.clear()
+                    last.update(m)
+            return bool(last) and last["status"]["value"] in states  # type: ignore[index]
+
+        wait_for_sync(reached, timeout, what=f"{model} in {states}", step=0.1, explain=lambda: f"last: {last}")
+        return dict(last)
 
     def _auth(self) -> dict[str, str]:
         key = (self.env or {}).get("TEST_ROUTER_KEY")

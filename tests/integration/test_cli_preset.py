@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.herd import Herd, local_config
-from tests.helpers.router import preset_text
+from tests.helpers.herd import Herd
 
 
 @pytest.fixture
-def herd(tmp_path: Path, tiny_models: dict[str, Path], llama_server: str) -> Iterator[Herd]:
-    preset = tmp_path / "models.ini"
-    preset.write_text(preset_text(dict(tiny_models)))
-    h = Herd(root=tmp_path, config=tmp_path / "config.toml", extra_env={"LLAMA_SERVER": llama_server})
-    h.write_config(local_config("here", preset))
-    assert h.run("start", "here").returncode == 0
-    yield h
-    h.stop_all()
+def herd(herd: Herd) -> Herd:
+    """The shared herd (conftest), with its router started."""
+    assert herd.run("start", "here").returncode == 0
+    return herd
 
 
 def test_show_set_unset_remove(herd: Herd, tmp_path: Path) -> None:

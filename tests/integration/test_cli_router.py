@@ -109,7 +109,7 @@ def test_events_prints_json_lines_across_a_restart(router: RouterProc, tmp_path:
                 assert line, "events ended"
                 ev = json.loads(line)
                 if pred(ev):  # type: ignore[operator]
-                    return ev
+                    return dict(ev)
 
         read_until(lambda e: e["event"] == "models")
         router.stop()

@@ -7,27 +7,15 @@ import os
 import socket
 import stat
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
-import pytest
 
 from app.config import MachineConfig
 from app.services.machine import Machine
 from app.services.types import FleetEvent, MachineChanged, RouterState
 from tests.helpers.herd import Herd, local_config
-from tests.helpers.router import preset_text
-
-
-@pytest.fixture
-def herd(tmp_path: Path, tiny_models: dict[str, Path], llama_server: str) -> Iterator[Herd]:
-    preset = tmp_path / "models.ini"
-    preset.write_text(preset_text(dict(tiny_models)))
-    h = Herd(root=tmp_path, config=tmp_path / "config.toml", extra_env={"LLAMA_SERVER": llama_server})
-    h.write_config(local_config("here", preset))
-    yield h
-    h.stop_all()
+from tests.helpers.wait import wait_for
 
 
 def test_start_detached_adopt_and_stop(herd: Herd) -> None:
@@ -40,6 +28,7 @@ def test_start_detached_adopt_and_stop(herd: Herd) -> None:
     # it outlived the command that started it, listens on loopback only, and logs to a 0600 file
     proc = psutil.Process(pid)
     assert proc.is_running()
+    assert os.getsid(pid) == pid  # detached: a session of its own, so no hangup of ours reaches it
     listening = {c.laddr for c in proc.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN}
     assert listening and all(a.ip == "127.0.0.1" for a in listening)
     assert stat.S_IMODE(os.stat(str(rec["log"])).st_mode) == 0o600
@@ -88,14 +77,10 @@ def test_kill_9_is_reported_within_2s_with_log_lines(herd: Herd, tmp_path: Path)
         m = Machine(MachineConfig(name="here", preset=str(tmp_path / "models.ini")), events.append)
         m.start()
         try:
-            async with asyncio.timeout(10):
-                while m.view.router_state is not RouterState.RUNNING or m.view.stream != "sse":
-                    await asyncio.sleep(0.02)
+            await wait_for(lambda: m.view.router_state is RouterState.RUNNING and m.view.stream == "sse", 10)
             t0 = time.monotonic()
             psutil.Process(pid).kill()
-            async with asyncio.timeout(5):
-                while m.view.router_state is not RouterState.EXITED:
-                    await asyncio.sleep(0.02)
+            await wait_for(lambda: m.view.router_state is RouterState.EXITED, 5, step=0.02)
             took = time.monotonic() - t0
             changed = [e for e in events if isinstance(e, MachineChanged)]
             assert changed[-1].view.router_state is RouterState.EXITED

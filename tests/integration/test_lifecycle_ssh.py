@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,9 +13,11 @@ import pytest
 from app.config import MachineConfig
 from app.services.errors import HostKeyError
 from app.services.machine import Machine
+from app.services.ssh_transport import SshTransport
 from app.services.types import FleetEvent, ModelState, RouterState
 from tests.helpers.herd import Herd
 from tests.helpers.router import preset_text
+from tests.helpers.wait import wait_for
 from tests.sshd import SshServer
 
 
@@ -34,23 +36,18 @@ def toml_for(m: MachineConfig) -> str:
     return "[[machines]]\n" + "".join(f"{k} = {json.dumps(getattr(m, k))}\n" for k in keys)
 
 
-@pytest.fixture(params=["sftp", "nosftp"])
-def server(request: pytest.FixtureRequest) -> SshServer:
-    return request.getfixturevalue("sshd" if request.param == "sftp" else "sshd_nosftp")  # type: ignore[no-any-return]
-
-
 @pytest.fixture
-def remote(tmp_path: Path, tiny_models: dict[str, Path], server: SshServer, llama_server: str) -> Iterator[Herd]:
+def remote(tmp_path: Path, tiny_models: dict[str, Path], any_sshd: SshServer, llama_server: str) -> Iterator[Herd]:
     # The preset path has a space on purpose: it must reach the far side literally.
     (tmp_path / "remote models.ini").write_text(preset_text(dict(tiny_models)))
     h = Herd(root=tmp_path, config=tmp_path / "config.toml")
-    h.machine = ssh_machine(server, "far", tmp_path, llama_server)  # type: ignore[attr-defined]
+    h.machine = ssh_machine(any_sshd, "far", tmp_path, llama_server)  # type: ignore[attr-defined]
     h.write_config(toml_for(h.machine))  # type: ignore[attr-defined]
     yield h
     h.stop_all()
 
 
-def test_start_over_ssh_tunnel_load_unload_and_adopt(remote: Herd, server: SshServer) -> None:
+def test_start_over_ssh_tunnel_load_unload_and_adopt(remote: Herd, any_sshd: SshServer) -> None:
     r = remote.run("start", "far")
     assert r.returncode == 0, r.stderr
     pid = int(r.stdout.split("pid ")[1].split(",")[0])
@@ -58,14 +55,15 @@ def test_start_over_ssh_tunnel_load_unload_and_adopt(remote: Herd, server: SshSe
     listening = {c.laddr for c in proc.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN}
     assert listening and all(a.ip == "127.0.0.1" for a in listening)
     assert "remote models.ini" in " ".join(proc.cmdline())
-    # the router's parent is not this test nor an sshd session: it was detached
+    # detached: a session of its own (no hangup from the ssh session reaches it), and its parent is not sshd
+    assert os.getsid(pid) == pid
     assert proc.ppid() == 1 or psutil.Process(proc.ppid()).name() != "sshd"
     r = remote.run("load", "far", "alpha", "--wait")
     assert r.returncode == 0 and "alpha: loaded" in r.stdout, r.stderr
     r = remote.run("unload", "far", "alpha")
     assert r.returncode == 0
     # a second llamaherd process adopts it; the cut of every ssh connection does not touch it
-    server.cut_connections()
+    any_sshd.cut_connections()
     r = remote.run("start", "far")
     assert r.returncode == 0 and "adopted" in r.stdout and f"pid {pid}" in r.stdout
     assert proc.is_running()
@@ -84,7 +82,7 @@ def test_two_concurrent_starts_over_ssh_give_one_router(remote: Herd) -> None:
     assert len(remote.router_pids()) == 1
 
 
-async def test_follower_survives_a_cut_link_and_reports_kill_9(remote: Herd, server: SshServer) -> None:
+async def test_follower_survives_a_cut_link_and_reports_kill_9(remote: Herd, any_sshd: SshServer) -> None:
     events: list[FleetEvent] = []
     m = Machine(remote.machine, events.append)  # type: ignore[attr-defined]
     assert m.manager is not None
@@ -93,36 +91,36 @@ async def test_follower_survives_a_cut_link_and_reports_kill_9(remote: Herd, ser
     assert started
     m.start()
     try:
-        async with asyncio.timeout(15):
-            while m.view.router_state is not RouterState.RUNNING or m.view.stream != "sse":
-                await asyncio.sleep(0.05)
+        await wait_for(lambda: m.view.router_state is RouterState.RUNNING and m.view.stream == "sse", 15)
         url_before = m.view.url
-        server.cut_connections()
+        link = m.transport
+        assert isinstance(link, SshTransport)
+        connects = link.connects
+        assert any_sshd.cut_connections() > 0
         # the tunnel comes back by itself, on the same local port, and the router is still the same
-        await asyncio.sleep(0.5)
-        async with asyncio.timeout(20):
-            while True:
-                try:
-                    await m.require_client().load("alpha")
-                    break
-                except Exception:
-                    await asyncio.sleep(0.2)
-            while m.models.get("alpha") is None or m.models["alpha"].state is not ModelState.LOADED:
-                await asyncio.sleep(0.05)
+        await wait_for(lambda: link.connects > connects, 20, what="a new ssh connection after the cut")
+
+        async def loaded() -> bool:
+            try:
+                await m.require_client().load("alpha")
+            except Exception:
+                return False
+            return True
+
+        await wait_for(loaded, 20, step=0.2, what="load over the new tunnel")
+        await wait_for(lambda: "alpha" in m.models and m.models["alpha"].state is ModelState.LOADED, 20)
         assert m.view.url == url_before and m.view.pid == rec.pid
+
         # the log follower came back after the cut without showing any line twice, and with the new ones
-        async with asyncio.timeout(10):
-            while True:
-                file_lines = Path(rec.log).read_text().splitlines()
-                got = [ln.raw for ln in m.logs]
-                if got and got == file_lines[-len(got) :] and any("alpha" in g for g in got[-20:]):
-                    break
-                await asyncio.sleep(0.1)
+        def caught_up() -> bool:
+            file_lines = Path(rec.log).read_text().splitlines()
+            got = [ln.raw for ln in m.logs]
+            return bool(got) and got == file_lines[-len(got) :] and any("alpha" in g for g in got[-20:])
+
+        await wait_for(caught_up, 10, step=0.1, what="the log follower caught up")
         t0 = time.monotonic()
         psutil.Process(rec.pid).kill()
-        async with asyncio.timeout(10):
-            while m.view.router_state is not RouterState.EXITED:
-                await asyncio.sleep(0.02)
+        await wait_for(lambda: m.view.router_state is RouterState.EXITED, 10, step=0.02)
         took = time.monotonic() - t0
         assert took < 2.0, took
         assert "exited without being asked" in m.view.router_reason and m.view.log_tail

@@ -15,6 +15,7 @@ from app.services.machine import Machine
 from app.services.router_api import RouterClient
 from app.services.types import ModelListEvent, ModelState, StreamStateEvent
 from tests.helpers.router import RouterProc
+from tests.helpers.wait import wait_for
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -75,9 +76,7 @@ async def test_machine_says_it_is_polling(router: RouterProc) -> None:
         m = Machine(MachineConfig(name="old", url=url), lambda ev: None)
         m.start()
         try:
-            async with asyncio.timeout(10):
-                while m.view.stream != "polling":
-                    await asyncio.sleep(0.05)
+            await wait_for(lambda: m.view.stream == "polling", 10)
             assert "polling" in m.view.router_reason and set(m.models) == {"alpha", "beta", "broken"}
         finally:
             await m.close()

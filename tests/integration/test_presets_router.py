@@ -153,10 +153,9 @@ async def test_backups_keep_the_last_five(local_cfg: MachineConfig) -> None:
     assert all(os.stat(b).st_mode & 0o777 == 0o600 for b in backups)
 
 
-@pytest.mark.parametrize("which", ["sftp", "nosftp"])
-async def test_edit_backup_reload_over_ssh(which: str, request: pytest.FixtureRequest, tmp_path: Path,
-                                           tiny_models: dict[str, Path], llama_server: str) -> None:  # fmt: skip
-    server: SshServer = request.getfixturevalue("sshd" if which == "sftp" else "sshd_nosftp")
+async def test_edit_backup_reload_over_ssh(any_sshd: SshServer, tmp_path: Path, tiny_models: dict[str, Path],
+                                           llama_server: str) -> None:  # fmt: skip
+    server = any_sshd
     preset = tmp_path / "remote models.ini"
     preset.write_text(preset_text(dict(tiny_models)))
     cfg = MachineConfig(

@@ -1,15 +1,16 @@
-"""Test helpers: the screen as plain text, and waiting for a condition while the app runs."""
+"""Test helpers: the screen as plain text, notifications as a list, and waiting for a condition while the app runs."""
 
 from __future__ import annotations
 
 import io
-import time
 from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
 from textual.app import App
 from textual.pilot import Pilot
+
+from tests.helpers import wait
 
 
 def screen_text(app: App[Any]) -> str:
@@ -21,11 +22,19 @@ def screen_text(app: App[Any]) -> str:
     return console.export_text()
 
 
+def record_notifications(app: App[Any]) -> list[tuple[str, str, str]]:
+    """Notifications as (severity, title, message), recorded as they are made (and still shown)."""
+    seen: list[tuple[str, str, str]] = []
+    notify = app.notify
+
+    def rec(message: str, *, title: str = "", severity: Any = "information", **kw: Any) -> None:
+        seen.append((str(severity), title, message))
+        notify(message, title=title, severity=severity, **kw)
+
+    app.notify = rec  # type: ignore[method-assign]
+    return seen
+
+
 async def wait_for(pilot: Pilot[Any], cond: Callable[[], object], timeout: float = 10.0, step: float = 0.02) -> float:
-    """Pause until cond() is true; returns the seconds it took. Fails with the screen when it never is."""
-    t0 = time.monotonic()
-    while not cond():
-        if time.monotonic() - t0 > timeout:
-            raise AssertionError(f"condition not met within {timeout}s; screen:\n{screen_text(pilot.app)}")
-        await pilot.pause(step)
-    return time.monotonic() - t0
+    """helpers.wait.wait_for with the pilot's pause between looks; fails with the screen when it never is."""
+    return await wait.wait_for(cond, timeout, step=step, pause=pilot.pause, explain=lambda: screen_text(pilot.app))

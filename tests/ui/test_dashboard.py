@@ -26,7 +26,7 @@ from app.services.types import (
 from app.ui.app import HerdApp, make_app
 from app.ui.confirm import ConfirmScreen
 from app.ui.help import HelpScreen
-from tests.ui.screen import screen_text, wait_for
+from tests.ui.screen import record_notifications, screen_text, wait_for
 from tests.ui.standin import NOW, StandInFleet, demo_fleet, stats_history, workstation_models
 
 SIZE = (120, 40)
@@ -44,19 +44,6 @@ def replace_model(models: tuple[ModelInfo, ...], mid: str, **changes: Any) -> tu
     return tuple(dataclasses.replace(m, **changes) if m.id == mid else m for m in models)
 
 
-def recorder(app: HerdApp) -> list[tuple[str, str, str]]:
-    """Notifications as (severity, title, message), recorded as they are made."""
-    seen: list[tuple[str, str, str]] = []
-    notify = app.notify
-
-    def rec(message: str, *, title: str = "", severity: Any = "information", **kw: Any) -> None:
-        seen.append((str(severity), title, message))
-        notify(message, title=title, severity=severity, **kw)
-
-    app.notify = rec  # type: ignore[method-assign]
-    return seen
-
-
 async def test_status_change_is_a_keyed_update_and_the_cursor_stays() -> None:
     fleet = demo_fleet()
     app = app_for(fleet)
@@ -65,7 +52,7 @@ async def test_status_change_is_a_keyed_update_and_the_cursor_stays() -> None:
         table = app.dashboard.model_table
         table.move_cursor(row=table.get_row_index("llama-3.2-3b"))
         clears: list[object] = []
-        table.clear = lambda *a, **k: clears.append(a)  # type: ignore[method-assign]
+        table.clear = lambda *a, **k: clears.append(a)  # type: ignore[method-assign,assignment]
         removed: list[str] = []
         remove_row = table.remove_row
 
@@ -73,7 +60,7 @@ async def test_status_change_is_a_keyed_update_and_the_cursor_stays() -> None:
             removed.append(str(getattr(key, "value", key)))
             remove_row(key)
 
-        table.remove_row = recording_remove  # type: ignore[method-assign]
+        table.remove_row = recording_remove  # type: ignore[method-assign,assignment]
         models = replace_model(workstation_models(), "mistral-7b", state=ModelState.LOADING)
         # "alpha-new" sorts before the cursor row and "broken" (above it) goes away: the cursor must follow its row.
         models = (*tuple(m for m in models if m.id != "broken"), ModelInfo("alpha-new", ModelState.UNLOADED))
@@ -165,7 +152,7 @@ async def test_a_refusal_is_a_notification_and_stays_on_the_machine() -> None:
     fleet = demo_fleet()
     fleet.refuse["load"] = "POST /models/load: router answered 500: model limit reached, try again later"
     app = app_for(fleet)
-    seen = recorder(app)
+    seen = record_notifications(app)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
         app.dashboard.model_table.move_cursor(row=app.dashboard.model_table.get_row_index("mistral-7b"))

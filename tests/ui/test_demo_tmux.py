@@ -8,13 +8,13 @@ import contextlib
 import os
 import shlex
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
+from tests.helpers.wait import wait_for_sync
 from tests.ui.test_tmux import Tmux, tmux  # noqa: F401
 
 MACHINES = ("workstation", "gpu-box-a", "gpu-box-b")
@@ -58,28 +58,17 @@ def test_readme_first_command_shows_a_live_fleet_and_q_cleans_up(tmux: Tmux, sta
     # The README's first command, exactly; PYTHON pins the interpreter this suite runs under.
     tmux.start(f"make demo PYTHON={shlex.quote(sys.executable)}", env_for(state))
     screen = tmux.wait(lambda s: all(m in s for m in MACHINES) and "chat-small" in s, timeout=120)
-    appeared = time.monotonic()
     assert "running" in screen
-    seen_loading = False
-    while time.monotonic() - appeared < 60:
-        s = tmux.screen()
-        # a load is a fraction of a second with tiny models: the badge, or the child's own "loading model" line
-        if "loading" in s:
-            seen_loading = True
-            break
-        time.sleep(0.05)
-    assert seen_loading, tmux.screen()
+    # a load is a fraction of a second with tiny models: the badge, or the child's own "loading model" line
+    wait_for_sync(lambda: "loading" in tmux.screen(), 60, step=0.05, what="a load on screen", explain=tmux.screen)
     running = demo_pids(state)
     assert len([p for p in running if "--models-preset" in " ".join(psutil.Process(p).cmdline())]) == 3
     tmux.keys("q")
-    deadline = time.monotonic() + 20
-    while tmux.alive() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    tmux.wait_gone(20)
     assert not tmux.alive()
-    deadline = time.monotonic() + 10
-    while any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in running):
-        assert time.monotonic() < deadline, [p for p in running if psutil.pid_exists(p)]
-        time.sleep(0.1)
+    wait_for_sync(lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+                                  for p in running), 10, what="demo processes gone", step=0.1,
+                  explain=lambda: str([p for p in running if psutil.pid_exists(p)]))  # fmt: skip
 
 
 def test_keep_then_a_second_demo_adopts(tmux: Tmux, state: Path) -> None:  # noqa: F811
@@ -87,9 +76,7 @@ def test_keep_then_a_second_demo_adopts(tmux: Tmux, state: Path) -> None:  # noq
     tmux.start(f"{py} -m app demo --keep --no-traffic", env_for(state))
     tmux.wait(lambda s: all(m in s for m in MACHINES) and s.count("running") >= 3, timeout=90)
     tmux.keys("q")
-    deadline = time.monotonic() + 20
-    while tmux.alive() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    tmux.wait_gone(20)
     routers = {p for p in demo_pids(state) if "--models-preset" in " ".join(psutil.Process(p).cmdline())}
     assert len(routers) == 3  # --keep left them
     tmux.start(f"{py} -m app demo --no-traffic", env_for(state))
@@ -97,8 +84,6 @@ def test_keep_then_a_second_demo_adopts(tmux: Tmux, state: Path) -> None:  # noq
     again = {p for p in demo_pids(state) if "--models-preset" in " ".join(psutil.Process(p).cmdline())}
     assert again == routers  # adopted, not started anew
     tmux.keys("q")
-    deadline = time.monotonic() + 20
-    while tmux.alive() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    tmux.wait_gone(20)
     # this run started none of them, so it stops none of them: the routers are left as the first run left them
     assert all(psutil.pid_exists(p) for p in routers)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,7 +21,7 @@ from app.ui.app import HerdApp, make_app
 from app.ui.machines import FirstRunNotice
 from app.ui.state import HerdState
 from tests.helpers.herd import Herd
-from tests.ui.screen import screen_text, wait_for
+from tests.ui.screen import record_notifications, screen_text, wait_for
 from tests.ui.standin import NOW, StandInFleet, demo_fleet, view
 
 SIZE = (120, 40)
@@ -50,18 +49,6 @@ def notice(app: HerdApp) -> str:
 
 def hint(app: HerdApp) -> str:
     return app.dashboard.machines.hint.plain
-
-
-def record_notifications(app: HerdApp) -> list[tuple[str, str, str]]:
-    seen: list[tuple[str, str, str]] = []
-    notify = app.notify
-
-    def rec(message: str, *, title: str = "", severity: Any = "information", **kw: Any) -> None:
-        seen.append((str(severity), title, message))
-        notify(message, title=title, severity=severity, **kw)
-
-    app.notify = rec  # type: ignore[method-assign]
-    return seen
 
 
 async def test_the_first_run_says_where_the_config_goes(home: Path) -> None:

@@ -17,7 +17,7 @@ from app.ui.confirm import ConfirmScreen
 from app.ui.machines import MachineCard
 from tests.helpers.herd import Herd
 from tests.helpers.router import RouterProc, preset_text
-from tests.ui.screen import screen_text, wait_for
+from tests.ui.screen import record_notifications, screen_text, wait_for
 
 SIZE = (120, 40)
 
@@ -46,18 +46,6 @@ def record_statuses(app: HerdApp, model: str) -> list[str]:
         return apply_rows(desired)
 
     table.apply_rows = recording  # type: ignore[method-assign]
-    return seen
-
-
-def record_notifications(app: HerdApp) -> list[tuple[str, str, str]]:
-    seen: list[tuple[str, str, str]] = []
-    notify = app.notify
-
-    def rec(message: str, *, title: str = "", severity: Any = "information", **kw: Any) -> None:
-        seen.append((str(severity), title, message))
-        notify(message, title=title, severity=severity, **kw)
-
-    app.notify = rec  # type: ignore[method-assign]
     return seen
 
 

@@ -6,7 +6,6 @@ Regenerate the snapshots with `pytest tests/ui/test_preset_form.py --snapshot-up
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -26,6 +25,7 @@ from app.services.preset_store import PresetResult
 from app.services.presets import PresetDoc
 from app.services.types import ModelInfo
 from app.ui.preset_form import PresetForm
+from tests.helpers import wait
 from tests.helpers.herd import Herd
 from tests.helpers.router import preset_text
 from tests.ui.screen import screen_text, wait_for
@@ -142,9 +142,11 @@ async def test_ctx_size_typed_shows_the_diff_writes_one_line_and_the_router_serv
         assert [str(p) for p in backups(preset)] == [result.backup]
         assert Path(str(result.backup)).read_bytes() == before
         assert any("Backup:" in n and "reloaded" in n for n in host.notes), host.notes
-        async with asyncio.timeout(10):
-            while "ctx-size = 512" not in await alpha_preset(fleet):
-                await asyncio.sleep(0.05)
+
+        async def reloaded() -> bool:
+            return "ctx-size = 512" in await alpha_preset(fleet)
+
+        await wait.wait_for(reloaded, 10, what="the router serving the new preset")
 
 
 async def test_a_semicolon_is_refused_inline_naming_the_field_and_nothing_is_written(

