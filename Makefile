@@ -19,7 +19,7 @@ install-test:
 
 lint:
 	$(PYTHON) -m ruff check app tests bench scripts
-	$(PYTHON) -m mypy app scripts
+	$(PYTHON) -m mypy app scripts tests
 	@# lint-imports, through $(PYTHON): its console script may not be on PATH before a pyenv rehash
 	$(PYTHON) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()'
 
