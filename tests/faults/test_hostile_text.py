@@ -77,6 +77,7 @@ def rendered(app: App[Any]) -> str:
     width, height = app.size
     console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, legacy_windows=False)
     update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    assert update is not None  # a full update always renders
     return "".join(seg.text for seg in console.render(update) if not seg.control)
 
 
