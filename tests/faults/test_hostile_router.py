@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import need
 from tests.faults import hostile_http as H
 from tests.faults.measure import ROOT, Measured, dashboard_peak, run_llamaherd
+from tests.helpers.needs import require
 
 RSS_LIMIT_MB = 150.0
 Answer = Callable[[socket.socket, threading.Event], None]
@@ -86,7 +86,7 @@ def test_events_reports_the_broken_stream(tmp_path: Path, answer: Answer, state:
     ids=["endless-body", "endless-line", "no-headers"],
 )
 def test_dashboard_stays_up_small_and_says_why(tmp_path: Path, path: str, answer: Answer, expect: str) -> None:
-    need("tmux", shutil.which("tmux") is not None)
+    require(shutil.which("tmux") is not None, "tmux")
     with H.HostileRouter({path: answer}) as r:
         peak, how = dashboard_peak(r.url, tmp_path, str(ROOT), 15.0, 1024)
     print(f"dashboard {path}: peak RSS {peak:.0f} MB, {how}")

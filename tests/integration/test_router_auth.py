@@ -25,8 +25,8 @@ import psutil
 import pytest
 
 from app.services.local_transport import LocalTransport
-from tests.conftest import IN_CI
 from tests.helpers.herd import Herd, local_config
+from tests.helpers.needs import in_ci
 from tests.helpers.router import free_port, preset_text
 from tests.integration.test_lifecycle_ssh import ssh_machine, toml_for
 from tests.sshd import SshServer
@@ -47,7 +47,7 @@ def other_user() -> Iterator[str]:
     elif not shutil.which("curl"):
         why = "curl is needed"
     if why:
-        if IN_CI:
+        if in_ci():
             pytest.fail(f"{why} (required in CI)")
         pytest.skip(why)
     name = f"herdx{secrets.token_hex(3)}"
