@@ -36,6 +36,13 @@ def resolve_config_path(cli_path: str | None) -> Path:
     return default_config_path()
 
 
+def config_named_by(cli_path: str | None) -> str | None:
+    """Who named the config file resolve_config_path picks: "--config", "$LLAMAHERD_CONFIG", or None (the default)."""
+    if cli_path:
+        return "--config"
+    return f"${ENV_CONFIG}" if os.environ.get(ENV_CONFIG) else None
+
+
 @dataclass(frozen=True)
 class MachineConfig:
     name: str
@@ -266,11 +273,14 @@ def _parse_ui(raw: Any, path: Path, loc: _Locator) -> UiConfig:
     return UiConfig(**raw)
 
 
-def load_config(path: Path) -> Config:
-    """Read a config file. A missing file is an empty config (the first run), not an error."""
+def load_config(path: Path, *, named_by: str | None = None) -> Config:
+    """Read a config file. A missing file at the default path is an empty config (the first run); one named by
+    --config or $LLAMAHERD_CONFIG (`named_by`) is an error, or a typo would silently give the default machine."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        if named_by:
+            raise ConfigError(f"{path}: no such config file (named by {named_by})") from None
         return Config(path=path)
     except OSError as e:
         raise ConfigError(f"{path}: cannot read: {e.strerror}") from None

@@ -75,4 +75,4 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="keep a gentle, repeatable scenario running: loads, unloads, completions (default on)",
     )
     p.add_argument("--dir", metavar="DIR", help="demo state directory (default: $XDG_STATE_HOME/llamaherd/demo)")
-    p.set_defaults(func=cmd_demo, sync=True)
+    p.set_defaults(func=cmd_demo, sync=True, needs_config=False)

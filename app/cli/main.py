@@ -11,7 +11,7 @@ from app.cli import dashboard_cmds, fit_cmds, key_cmds, machine_cmds, preset_cmd
 from app.cli.context import CliContext
 from app.cli.output import err
 from app.cli.wording import say
-from app.config import load_config, resolve_config_path
+from app.config import Config, config_named_by, load_config, resolve_config_path
 from app.errors import ConfigError, HerdError
 
 
@@ -40,7 +40,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        config = load_config(resolve_config_path(args.config))
+        if getattr(args, "needs_config", True):
+            config = load_config(resolve_config_path(args.config), named_by=config_named_by(args.config))
+        else:  # the demo writes its own; `config example` prints one
+            config = Config()
     except ConfigError as e:
         err(str(e))
         return 2
