@@ -136,6 +136,8 @@ class KeyedTable(DataTable[Text]):
         self.sort_reverse = False
         self.filter_text = ""
         self._cell_cache: dict[str, tuple[ModelInfo, tuple[int, bool], Row]] = {}
+        self._widths: list[dict[str, int]] = [{} for _ in self.cols]
+        """Per column, each row's cell width: a column shrinks back when its widest cell narrows or goes."""
 
     def on_mount(self) -> None:
         for c in self.cols:
@@ -166,9 +168,13 @@ class KeyedTable(DataTable[Text]):
         if not diff:
             return diff
         cursor_key = self.cursor_key()
+        shrunk: set[int] = set()  # columns whose widest cell may have narrowed or gone
         with self.app.batch_update():
             for key in diff.remove:
                 self.remove_row(key)
+                for i, widths in enumerate(self._widths):
+                    if widths.pop(key, 0) >= self.columns[ColumnKey(self.cols[i].key)].content_width:
+                        shrunk.add(i)
             # Column widths are set here, at once, rather than left to DataTable's next idle: a paint before that
             # idle drew new rows at the old widths ("chat…" under a header cut to "model"), and as DataTable caches
             # rendered lines by its update count rather than by width, that paint could stay until a later update.
@@ -177,21 +183,52 @@ class KeyedTable(DataTable[Text]):
                 # of the column again, which made a burst on 500 rows quadratic.
                 col = self.columns[ColumnKey(self.cols[i].key)]
                 width = cell_len(cell.text)
+                before = self._widths[i].get(key, 0)
+                self._widths[i][key] = width
                 wider = width > col.content_width
                 if wider:
                     col.content_width = width
+                elif width < before and before >= col.content_width:
+                    shrunk.add(i)
                 self.update_cell(key, col.key, SortCell(cell), update_width=wider)
             for key, row in diff.add:
-                for c, cell in zip(self.cols, row, strict=True):
+                for i, (c, cell) in enumerate(zip(self.cols, row, strict=True)):
                     col = self.columns[ColumnKey(c.key)]
-                    col.content_width = max(col.content_width, cell_len(cell.text))
+                    width = self._widths[i][key] = cell_len(cell.text)
+                    col.content_width = max(col.content_width, width)
                 self.add_row(*(SortCell(c) for c in row), key=key)
+            for i in shrunk:
+                self._fit_column(i)
             self.rows_now = dict(desired)
             touched_sort = any(i == self.sort_index for _, i, _ in diff.update)
             if diff.add or touched_sort:
                 self._sort()
             self._restore_cursor(cursor_key)
         return diff
+
+    def _fit_column(self, i: int) -> None:
+        """Narrow a column to its widest cell now (a "loading  42% ██▌··" badge widened status for good, pushing
+        source off an 80-column screen). The width is set at once, like a widening; DataTable re-lays out when told
+        a cell's width changed, so it is told of the widest one: a single measure, where telling it of the narrowed
+        cell would measure every cell of the column again."""
+        col = self.columns[ColumnKey(self.cols[i].key)]
+        widths = self._widths[i]
+        fit = max(col.label.cell_len, *widths.values()) if widths else col.label.cell_len
+        if fit >= col.content_width:
+            return
+        col.content_width = fit
+        widest = next((k for k, w in widths.items() if w == fit), None) or next(iter(widths), None)
+        if widest is not None:  # with no rows left, remove_row has already asked for a new layout
+            self.update_cell(widest, col.key, self.get_cell(widest, col.key), update_width=True)
+
+    def reset_rows(self) -> None:
+        """Empty the table, columns back to their headers' width: another machine's list is another table."""
+        self.clear(columns=False)
+        self.rows_now = {}
+        self._cell_cache.clear()
+        self._widths = [{} for _ in self.cols]
+        for col in self.columns.values():
+            col.content_width = col.label.cell_len
 
     def cells(self, m: ModelInfo, g: Glyphs, id_width: int, narrow: bool, key: str = "") -> Row:
         """model_cells, remembered per row: the fleet hands the same ModelInfo objects back for models that did
@@ -275,10 +312,7 @@ class ModelTable(KeyedTable):
 
     def show(self, machine: str, models: Iterable[ModelInfo], stale: bool = False) -> RowDiff:
         if machine != self.machine:
-            # Another machine's list is another table, not an update of this one.
-            self.clear(columns=False)
-            self.rows_now = {}
-            self._cell_cache.clear()
+            self.reset_rows()  # another machine's list is another table, not an update of this one
             self.machine = machine
         self.models = tuple(models)
         # A machine that is down keeps its last known list, dimmed, rather than an empty table.
