@@ -1,26 +1,36 @@
-# The README's two commands: `make demo` and `make test`.
-PYTHON ?= python3
+# The README's two commands: `make demo` and `make test`. Everything is installed into the project's own virtual
+# environment, .venv (created here on first use), never into the system's or the user's Python.
+VENV ?= .venv
+BASE_PYTHON ?= python3
+# The interpreter every target runs; `make test PYTHON=/some/python` uses that one instead (no .venv is made).
+PYTHON ?= $(VENV)/bin/python
 PIP = $(PYTHON) -m pip install --progress-bar off -q
+
+ifeq ($(PYTHON),$(VENV)/bin/python)
+ENV_READY = $(VENV)/bin/python
+endif
 
 .PHONY: demo install install-test test lint screenshots bench
 
-install:
+$(VENV)/bin/python:
+	@echo "llamaherd: creating the project's virtual environment in $(VENV) (everything is installed there)"
+	$(BASE_PYTHON) -m venv $(VENV)
+
+install: $(ENV_READY)
 	$(PIP) -e .
-	@# pyenv only puts a new console script on PATH after a rehash
-	@command -v pyenv >/dev/null 2>&1 && pyenv rehash 2>/dev/null || true
 	PYTHON=$(PYTHON) bash scripts/install-llama-server.sh
 
 demo: install
 	$(PYTHON) -m app demo
 
-install-test:
+install-test: $(ENV_READY)
 	$(PIP) -e '.[test]'
 	PYTHON=$(PYTHON) bash scripts/install-llama-server.sh
 
+# lint-imports through $(PYTHON): its console script is on PATH only in an activated .venv (or after a pyenv rehash)
 lint:
 	$(PYTHON) -m ruff check app tests bench scripts
 	$(PYTHON) -m mypy app scripts tests
-	@# lint-imports, through $(PYTHON): its console script may not be on PATH before a pyenv rehash
 	$(PYTHON) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()'
 
 test: install-test lint
