@@ -16,6 +16,7 @@ from app.services.errors import HerdError, RouterNotAnswering
 from app.services.logs import LogAttributor
 from app.services.machine import Machine
 from app.services.router_api import HEALTH_BOUND
+from app.services.routers import RouterStatus
 from app.services.textsafe import visible, visible_lines
 from app.services.types import ModelState, RouterState
 
@@ -158,9 +159,25 @@ async def cmd_start(ctx: CliContext, args: argparse.Namespace) -> int:
 async def cmd_stop(ctx: CliContext, args: argparse.Namespace) -> int:
     async with ctx.managed(args.machine, "llamaherd does not stop somebody else's router") as (m, manager):
         st = await manager.stop()
+    if st.already:
+        print(visible_lines(f"{m.name}: router {already_stopped(st)}"))
+        return 0
     pid = f" (pid {st.record.pid})" if st.record else ""
     print(visible_lines(f"{m.name}: router {st.state}{pid}" + (f": {st.reason}" if st.reason else "")))
     return 0
+
+
+def already_stopped(st: RouterStatus, now: float | None = None) -> str:
+    """A stop that found nothing to stop says so (and since when, if the record knows), not "stopped" again."""
+    if st.state is not RouterState.STOPPED or st.record is None:
+        return f"not running: {st.reason}" if st.reason else f"not running ({st.state.value})"
+    rec = st.record
+    since = ""
+    if rec.stopped_at:
+        ago = max((time.time() if now is None else now) - rec.stopped_at, 0.0)
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(rec.stopped_at))
+        since = f" (since {when}, {uptime(ago)} ago)"
+    return f"already stopped{since}: pid {rec.pid}, {st.reason}"
 
 
 async def cmd_logs(ctx: CliContext, args: argparse.Namespace) -> int:

@@ -57,6 +57,7 @@ class RouterRecord:
     models_max: int | None = None
     # False for a router started before llamaherd gave every router a key: it is open to anyone on that host.
     requires_key: bool = False
+    stopped_at: float = 0.0  # wall clock of the stop request, so a second stop can say since when
 
     def to_json(self) -> bytes:
         d = asdict(self)
@@ -82,6 +83,7 @@ class RouterStatus:
     record: RouterRecord | None = None
     reason: str = ""
     log_tail: tuple[str, ...] = ()
+    already: bool = False  # stop(): it was not running when asked, nothing was done
 
 
 class RouterManager:
@@ -335,8 +337,8 @@ class RouterManager:
         """Stop on request: mark the record "stopping" first, then SIGTERM, then SIGKILL after a grace period."""
         rec = await self.read_record()
         if rec is None or not await self.is_same_process(rec):
-            return await self.inspect()
-        rec = replace(rec, state=RouterState.STOPPING)
+            return replace(await self.inspect(), already=True)
+        rec = replace(rec, state=RouterState.STOPPING, stopped_at=time.time())
         await self.write_record(rec)
         t = self.transport
         await t.kill(rec.pid, signal.SIGTERM)

@@ -37,8 +37,12 @@ def test_start_detached_adopt_and_stop(herd: Herd) -> None:
     assert r2.returncode == 0 and "adopted" in r2.stdout and f"pid {pid}" in r2.stdout
     assert herd.router_pids() == [pid]
     r3 = herd.run("stop", "here")
-    assert r3.returncode == 0 and "stopped on request" in r3.stdout
+    assert r3.returncode == 0 and r3.stdout.startswith(f"here: router stopped (pid {pid}): stopped on request")
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    # a second stop finds nothing to stop and says so, rather than "stopped" again
+    r4 = herd.run("stop", "here")
+    assert r4.returncode == 0 and r4.stdout.startswith("here: router already stopped (since "), r4.stdout
+    assert f"ago): pid {pid}, stopped on request" in r4.stdout
     st = herd.run("status")
     assert "stopped" in st.stdout and "stopped on request" in st.stdout
     assert herd.record() is not None  # kept, so late watchers still read "stopped on request"
