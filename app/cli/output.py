@@ -9,7 +9,14 @@ from enum import Enum
 from typing import Any
 
 from app.services.textsafe import visible, visible_lines
-from app.services.types import ModelInfo, ModelListEvent, ModelStatusEvent, RouterEvent
+from app.services.types import (
+    ModelInfo,
+    ModelListEvent,
+    ModelsReloadEvent,
+    ModelStatusEvent,
+    RouterEvent,
+    StreamStateEvent,
+)
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -41,6 +48,29 @@ def event_json(ev: RouterEvent) -> str:
         kind = getattr(ev, "kind", None) or _snake(type(ev).__name__)
         body = {"event": kind, **{k: v for k, v in to_jsonable(ev).items() if k != "kind"}}
     return json.dumps(body, separators=(",", ":"))
+
+
+class EventLines:
+    """`llamaherd events`: one line per router event. The service re-reads the full list every 30 s of silence
+    (the dashboard's safety net); that re-read is printed only when it shows something the lines so far did not.
+    The list after a (re)connect or a reload is always printed: it is the answer to that event."""
+
+    def __init__(self) -> None:
+        self.known: dict[str, str] | None = None  # model -> status, as the printed lines tell it
+        self.list_is_news = True
+
+    def line(self, ev: RouterEvent) -> str | None:
+        if isinstance(ev, ModelListEvent):
+            listed = {m.id: m.state.value for m in ev.models}
+            if listed == self.known and not self.list_is_news:
+                return None
+            self.known, self.list_is_news = listed, False
+        elif isinstance(ev, ModelStatusEvent):
+            if self.known is not None:
+                self.known[ev.model] = ev.status.value
+        elif isinstance(ev, StreamStateEvent | ModelsReloadEvent):
+            self.list_is_news = True
+        return event_json(ev)
 
 
 def _snake(name: str) -> str:

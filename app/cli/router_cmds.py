@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from app.cli.context import CliContext
-from app.cli.output import err, event_json, models_table, print_json_list, to_jsonable
+from app.cli.output import EventLines, err, models_table, print_json_list, to_jsonable
 from app.cli.wording import say
 from app.services.errors import HerdError
 from app.services.loading import ensure_loaded
@@ -47,10 +47,13 @@ async def cmd_unload(ctx: CliContext, args: argparse.Namespace) -> int:
 
 
 async def cmd_events(ctx: CliContext, args: argparse.Namespace) -> int:
+    lines = EventLines()
     async with ctx.router(args.machine) as r:
         async for ev in r.client.events():
-            sys.stdout.write(event_json(ev) + "\n")
-            sys.stdout.flush()
+            text = lines.line(ev)
+            if text is not None:
+                sys.stdout.write(text + "\n")
+                sys.stdout.flush()
     return 0
 
 
@@ -90,7 +93,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "events",
         help="print router events as JSON lines until interrupted",
         description="Follow GET /models/sse: one JSON line per event, across reconnects. "
-        "Each (re)connect prints the full list as a 'models' line.",
+        "Each (re)connect prints the full list as a 'models' line; the list re-read every 30 s of silence is "
+        "printed only when it differs from what the lines so far said.",
     )
     p.add_argument("machine", help="machine name from config.toml")
     p.set_defaults(func=cmd_events)

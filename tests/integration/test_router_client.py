@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import time
 from collections.abc import AsyncGenerator
 
 import pytest
 
+from app.cli.output import EventLines
 from app.services.errors import AuthRefused, ModelFailed, RouterRefused, RouterUnreachable
 from app.services.loading import ensure_loaded
 from app.services.router_api import RouterClient
@@ -149,3 +152,32 @@ async def test_events_survive_a_router_restart_on_the_same_port(router: RouterPr
         )
         assert ev.model == "alpha"
         await events.aclose()
+
+
+async def test_events_lines_skip_re_reads_that_say_nothing_new(router: RouterProc) -> None:
+    """`llamaherd events` through the real stream, its silence re-read every 0.3 s instead of 30 s."""
+    lines = EventLines()
+    printed: list[str] = []
+    async with RouterClient(router.url) as c:
+
+        async def follow() -> None:
+            async for ev in c.events(refresh_interval=0.3):
+                text = lines.line(ev)
+                if text is not None:
+                    printed.append(json.loads(text)["event"])
+
+        task = asyncio.create_task(follow())
+        try:
+            await asyncio.sleep(1.5)  # five re-reads of an unchanged list
+            assert printed == ["stream_state", "models"]
+            assert await c.load("alpha") is True
+            async with asyncio.timeout(30):
+                while not any(m.id == "alpha" and m.state is ModelState.LOADED for m in await c.models()):
+                    await asyncio.sleep(0.1)
+            await asyncio.sleep(1.5)  # five more re-reads, now of the list with alpha loaded
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    assert printed[:2] == ["stream_state", "models"] and "models" not in printed[2:], printed
+    assert printed.count("status_change") >= 1  # the load itself was printed
