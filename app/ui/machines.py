@@ -220,8 +220,8 @@ def first_run_text(*, config_path: str, start_key: str, can_start: bool, missing
         ("Config file: ", DIM),
         (config_path, "bold"),
         ("  (", DIM),
-        ("config.example.toml", "bold"),
-        (" shows every key)", DIM),
+        ("llamaherd config example", "bold"),
+        (" prints one with every key)", DIM),
     )
     if missing_program:
         t.append("\nNo llama-server here yet: the machines pane says how to get one.", style=BUSY)

@@ -59,10 +59,10 @@ async def test_the_first_run_says_where_the_config_goes(home: Path) -> None:
         assert app.first_run and app.state.names == ["local"]
         text = notice(app)
         assert str(home / "config.toml") in text
-        assert "config.example.toml shows every key" in text
+        assert "(llamaherd config example prints one with every key)" in text
         assert "s  starts a router here with an empty preset" in text
         screen = screen_text(app)
-        assert "First run" in screen and "config.example.toml" in screen
+        assert "First run" in screen and "llamaherd config example" in screen
         assert hint(app) == ""  # nothing is missing yet
 
 

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_example_config_loads_every_key() -> None:
-    cfg = load_config(ROOT / "config.example.toml")
+    cfg = load_config(ROOT / "app" / "config.example.toml")
     names = [m.name for m in cfg.machines]
     assert names == ["workstation", "gpu-box", "shared-router"]
     ws, box, shared = cfg.machines
