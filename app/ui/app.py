@@ -23,12 +23,14 @@ from textual.worker import Worker, WorkerState
 from app.config import Config
 from app.services.textsafe import visible, visible_lines
 from app.services.types import FleetEvent
+from app.ui import keys
 from app.ui.dashboard import DashboardScreen
 from app.ui.fleet_api import FleetApi
 from app.ui.glyphs import Glyphs, glyphs_for, want_ascii
 from app.ui.live import LiveFeed
 from app.ui.palette import HerdCommands
 from app.ui.state import HerdState
+from app.ui.why_not import why_not
 
 MAX_BATCH = 5000  # events taken off the queue in one go
 
@@ -80,6 +82,18 @@ class HerdApp(App[int]):
         # Scrollbars draw eighth-blocks at their ends; in ASCII mode the thumb is a plain coloured block. Textual
         # keeps the renderer on the class, so it is set either way: one process may build both kinds (tests do).
         ScrollBar.renderer = AsciiScrollBarRender if self.ascii_mode else ScrollBarRender
+
+    async def run_action(self, action: str | Any, default_namespace: Any = None, namespaces: Any = None) -> bool:
+        """Run an action; a dashboard key the footer shows dimmed, pressed anyway, says why it does nothing."""
+        done = await super().run_action(action, default_namespace, namespaces)
+        if not done and default_namespace is self.dashboard and action in keys.ENABLED_WHEN:
+            target = self.dashboard.target()
+            st = self.state.get(target[0]) if target else None
+            model_id = target[1] if target else None
+            model = next((m for m in st.models if m.id == model_id), None) if st else None
+            reason = why_not(action, st.view if st else None, model_id, model)
+            self.notify(reason, severity="warning", timeout=4, markup=False)
+        return done
 
     # ---- clock ----
 
