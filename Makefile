@@ -10,7 +10,7 @@ ifeq ($(PYTHON),$(VENV)/bin/python)
 ENV_READY = $(VENV)/bin/python
 endif
 
-.PHONY: demo install install-test test lint screenshots bench
+.PHONY: demo install install-test test lint screenshots bench soak
 
 $(VENV)/bin/python:
 	@echo "llamaherd: creating the project's virtual environment in $(VENV) (everything is installed there)"
@@ -39,7 +39,14 @@ test: install-test lint
 screenshots: install
 	$(PYTHON) -m scripts.screenshots screenshots
 
-BENCHES = event_latency_cli ssh_connect lifecycle ui_event_to_screen ui_idle_cpu ui_size hostile_rss liveness link_loss
+BENCHES = event_latency_cli ssh_connect lifecycle ui_event_to_screen ui_idle_cpu ui_size hostile_rss liveness link_loss log_flood
 
 bench: install-test
 	for b in $(BENCHES); do $(PYTHON) -m bench.$$b || exit 1; done
+
+# Not part of `make test` or `make bench`: two soaks of SOAK_MINUTES each (the plain dashboard, then the demo).
+SOAK_MINUTES ?= 20
+
+soak: install-test
+	$(PYTHON) -m bench.soak plain $(SOAK_MINUTES)
+	$(PYTHON) -m bench.soak demo $(SOAK_MINUTES)

@@ -97,8 +97,9 @@ class MachineConfig:
 class UiConfig:
     ascii: bool = False
     """Draw bars, sparklines and badges with ASCII only (also: LLAMAHERD_ASCII=1, or a non-UTF-8 locale)."""
-    log_lines: int = 2000
-    """Log lines kept per router in the log panel."""
+    log_lines: int = 10_000
+    """Scrollback of the log panel, in lines (~350 bytes each; fast with 100,000 and more). Memory grows until the
+    scrollback is full, so a larger one takes longer to level off. Each router's follower keeps up to 10,000."""
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import sys
 import time
 from typing import Any
 
@@ -197,11 +198,15 @@ async def cmd_logs(ctx: CliContext, args: argparse.Namespace) -> int:
             for ln in lines[-want:]:
                 print(visible(ln.raw))
             return 0
-        async for text in m.transport.tail(path, lines=max(want * 20, 2000) if args.model else want):
-            ln = att.parse(text)
-            if args.model and ln.model != args.model:
-                continue
-            print(visible(ln.raw), flush=True)
+        # A pipe skips nothing: every line is parsed (the attribution needs it) and written, a chunk per write.
+        # Nothing queues up: while stdout is full, the next chunk is not read (the ssh channel's window, or the
+        # local file, holds the rest).
+        async for chunk in m.transport.tail_chunks(path, lines=max(want * 20, 2000) if args.model else want):
+            parsed = [att.parse(text) for text in chunk]
+            out = [visible(ln.raw) for ln in parsed if not args.model or ln.model == args.model]
+            if out:
+                sys.stdout.write("\n".join(out) + "\n")
+                sys.stdout.flush()
     return 0
 
 

@@ -11,6 +11,7 @@ from app.services import model_files
 from app.services.discovery import DiscoveredModel, Discovery
 from app.services.errors import HerdError, RouterError
 from app.services.loading import LOAD_TIMEOUT, ensure_loaded
+from app.services.logs import skipped_marker
 from app.services.machine import Machine
 from app.services.preset_store import Edit, PresetPlan, PresetResult, PresetSnapshot, PresetStore
 from app.services.router_api import RouterClient
@@ -18,6 +19,7 @@ from app.services.routers import RouterRecord
 from app.services.types import (
     FleetEvent,
     LogLine,
+    LogLines,
     MachineChanged,
     MachineView,
     ModelInfo,
@@ -25,6 +27,13 @@ from app.services.types import (
     ModelsChanged,
     Problem,
 )
+
+# Bound: parsed log lines kept per machine, replayed into the panel when it is selected again (the panel's own
+# scrollback, ui.log_lines, may be longer: it holds the selected machine's lines only).
+MACHINE_LOG_LINES = 10_000
+# Bound: LogLines events waiting in one subscriber's queue (each at most ~500 lines, one per machine per 0.1 s);
+# a subscriber that falls further behind loses log lines, never state.
+LOG_BACKLOG = 100
 
 
 class Fleet:
@@ -35,17 +44,26 @@ class Fleet:
         self.config = config
         machines = config.effective_machines
         self._machines: dict[str, Machine] = {
-            m.name: Machine(m, self._emit, log_capacity=config.ui.log_lines) for m in machines
+            m.name: Machine(m, self._emit, log_capacity=min(config.ui.log_lines, MACHINE_LOG_LINES)) for m in machines
         }
         self.names: list[str] = list(self._machines)
         self._subscribers: list[asyncio.Queue[FleetEvent]] = []
+        self._dropped: dict[int, int] = {}  # log lines not queued, per subscriber: one entry per subscriber
         self._started = False
 
     # ---- events ----
 
     def _emit(self, ev: FleetEvent) -> None:
         for q in self._subscribers:
-            q.put_nowait(ev)
+            if isinstance(ev, LogLines) and q.qsize() >= LOG_BACKLOG:
+                # A subscriber that stopped reading: its log lines are dropped (counted in a marker sent when it
+                # reads again), so the queue cannot grow with the log. State events always go through.
+                self._dropped[id(q)] = self._dropped.get(id(q), 0) + len(ev.lines)
+                continue
+            if isinstance(ev, LogLines) and id(q) in self._dropped:
+                q.put_nowait(LogLines(ev.machine, (skipped_marker(self._dropped.pop(id(q))), *ev.lines)))
+            else:
+                q.put_nowait(ev)
 
     def subscribe(self) -> asyncio.Queue[FleetEvent]:
         """A queue of every event from now on, starting with the current state of each machine."""
@@ -59,6 +77,7 @@ class Fleet:
     def unsubscribe(self, q: asyncio.Queue[FleetEvent]) -> None:
         with contextlib.suppress(ValueError):
             self._subscribers.remove(q)
+        self._dropped.pop(id(q), None)
 
     # ---- lifecycle ----
 

@@ -287,16 +287,17 @@ class LocalTransport(Transport):
 
     # ---- following and measuring ----
 
-    async def tail(self, path: str, *, lines: int = 200) -> AsyncIterator[str]:
+    async def tail_chunks(self, path: str, *, lines: int = 200) -> AsyncIterator[list[str]]:
         follower = _LocalFollower(path)
         try:
-            for line in await asyncio.to_thread(follower.initial, lines):
-                yield line
+            first = await asyncio.to_thread(follower.initial, lines)
+            if first:
+                yield first
             while True:
                 got = await asyncio.to_thread(follower.poll)
-                for line in got:
-                    yield line
-                if not got:
+                if got:
+                    yield got
+                else:
                     await asyncio.sleep(0.1)
         finally:
             follower.close()

@@ -17,6 +17,7 @@ from app.services.backoff import Backoff
 from app.services.errors import HerdError, RouterError, RouterNotRunning, TransportError
 from app.services.liveness import shown_state
 from app.services.local_transport import LocalTransport
+from app.services.log_window import LogWindow
 from app.services.logs import LogAttributor
 from app.services.model_fold import first_sight, fold_list, fold_router_gone, fold_status
 from app.services.router_api import RouterClient
@@ -46,6 +47,9 @@ from app.services.types import (
 STATS_EVERY = 2.0
 INSPECT_EVERY = 2.0  # how often a stopped/absent router is looked at again
 LOG_FLUSH_EVERY = 0.1
+# Lines parsed per flush, at most (5,000 a second): more than anyone reads; beyond it the newest are kept and the
+# rest counted as skipped (see log_window.py). The CLI's `logs -f` is a pipe and skips nothing.
+LOG_PARSE_PER_FLUSH = 500
 LOG_FIRST_LINES = 200
 FAILURE_LOG_LINES = 8
 STREAM_STABLE_AFTER = 5.0  # a stream up at least this long resets the reconnect backoff
@@ -358,36 +362,36 @@ class Machine:
             await asyncio.sleep(1.0)
 
     async def _tail(self, path: str) -> None:
-        batch: list[LogLine] = []
+        window = LogWindow(self.attributor, LOG_PARSE_PER_FLUSH)
+
+        def flush() -> None:
+            lines = window.take()
+            if lines:
+                self.logs.extend(lines)
+                self.emit(LogLines(self.name, tuple(lines)))
 
         async def flush_later() -> None:
             # Lines are sent in batches: a chatty child prints hundreds a second, one event each would swamp the UI.
-            nonlocal batch
             while True:
                 await asyncio.sleep(LOG_FLUSH_EVERY)
-                if batch:
-                    self.emit(LogLines(self.name, tuple(batch)))
-                    batch = []
+                flush()
 
         flusher = asyncio.create_task(flush_later())
         try:
-            async for raw in self.transport.tail(path, lines=await self._lines_to_resume(path)):
-                line = self.attributor.parse(raw)
-                self.logs.append(line)
-                batch.append(line)
+            async for chunk in self.transport.tail_chunks(path, lines=await self._lines_to_resume(path)):
+                window.add(chunk)
         finally:
             flusher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await flusher
-            if batch:
-                self.emit(LogLines(self.name, tuple(batch)))
+            flush()
 
     async def _lines_to_resume(self, path: str) -> int:
         """How many of the log's last lines are new to us. A remote tail ends when the ssh link drops; starting it
         again with the usual 200 lines showed up to 200 lines twice, so it resumes after the last line we have."""
         if not self.logs or self.manager is None:
             return LOG_FIRST_LINES
-        last = self.logs[-1].raw
+        last = next((ln.raw for ln in reversed(self.logs) if ln.source != "skipped"), "")
         recent = await self.manager.log_tail(LOG_FIRST_LINES, path)
         for i in range(len(recent) - 1, -1, -1):
             if recent[i].rstrip("\r") == last:

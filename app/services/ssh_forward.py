@@ -20,6 +20,10 @@ Writer = asyncio.StreamWriter | asyncssh.SSHWriter[bytes]
 OpenChannel = Callable[[int], Awaitable[tuple[asyncssh.SSHReader[bytes], asyncssh.SSHWriter[bytes]]]]
 
 
+# Bound: port forwards kept per machine (a router, maybe an attached one; old ports of restarted routers go).
+MAX_FORWARDS = 4
+
+
 class _Forward:
     """One local listener for one remote port."""
 
@@ -55,6 +59,7 @@ class PortForwards:
             fwd.server = await asyncio.start_server(serve, "127.0.0.1", 0)
             fwd.local_port = int(fwd.server.sockets[0].getsockname()[1])
             self._forwards[remote_port] = fwd
+            self._drop_idle()
             return fwd.local_port
 
     async def _serve(self, fwd: _Forward, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -77,6 +82,17 @@ class PortForwards:
         finally:
             fwd.writers.discard(writer)
             writer.close()
+
+    def _drop_idle(self) -> None:
+        """Each router start picks a new port: without this, a dashboard left open for days kept one listener per
+        restart. Beyond MAX_FORWARDS, the oldest forwards with no open connection are closed."""
+        for port, fwd in list(self._forwards.items()):
+            if len(self._forwards) <= MAX_FORWARDS:
+                return
+            if not fwd.writers:
+                if fwd.server is not None:
+                    fwd.server.close()
+                del self._forwards[port]
 
     def close(self) -> None:
         for fwd in self._forwards.values():

@@ -67,6 +67,7 @@ _ARG_LIMIT = 96 * 1024
 # tail -F until our side goes away: closing the channel does not stop a remote command that never writes
 # (an idle log), so the wrapper waits for stdin to close (our EOF, or sshd closing it when the link drops)
 # and then stops tail itself.
+TAIL_CHUNK = 1 << 18  # bytes per read of a remote tail
 _TAIL_SCRIPT = 'tail -n "$1" -F -- "$2" 2>/dev/null & t=$!; cat >/dev/null; kill "$t" 2>/dev/null; exit 0'
 
 
@@ -408,26 +409,31 @@ class SshTransport(Transport):
 
     # ---- following and measuring ----
 
-    async def tail(self, path: str, *, lines: int = 200) -> AsyncIterator[str]:
+    async def tail_chunks(self, path: str, *, lines: int = 200) -> AsyncIterator[list[str]]:
         """Yields the last lines and follows. Ends with TransportError if the link drops (the caller decides
-        whether to tail again: lines written during the gap cannot be told apart from old ones)."""
+        whether to tail again: lines written during the gap cannot be told apart from old ones).
+
+        The tail has its own ssh channel, with its own flow-control window: when we read slower than the log
+        grows, that window fills and the remote `tail` blocks on its pipe, while the other channels of the
+        connection (router events, commands) keep flowing."""
         conn = await self.ensure_connected()
         cmd = shlex.join(["sh", "-c", _TAIL_SCRIPT, "sh", str(max(0, int(lines))), path])
         try:
             proc = await conn.create_process(cmd, encoding=None, stderr=asyncssh.DEVNULL)
         except (asyncssh.Error, OSError) as e:
             raise TransportError(f"{self.name}: cannot follow {path}: {describe(e)}") from None
-        splitter = LineSplitter(MAX_LOG_LINE)  # readline() would hold a line that never ends, whole
+        splitter = LineSplitter(MAX_LOG_LINE)  # never holds more than one bounded unfinished line
         try:
             while True:
                 try:
-                    chunk = await proc.stdout.read(65536)
+                    data = await proc.stdout.read(TAIL_CHUNK)
                 except (asyncssh.Error, OSError) as e:
                     raise TransportError(f"{self.name}: following {path} stopped: {describe(e)}") from None
-                if not chunk:
+                if not data:
                     break
-                for raw, cut in splitter.feed(chunk):
-                    yield log_text(raw, cut)
+                done = [log_text(raw.removesuffix(b"\r"), cut) for raw, cut in splitter.feed(data)]
+                if done:
+                    yield done
             if not self._link.closed:
                 raise TransportError(f"{self.name}: following {path} stopped: the connection was lost")
         finally:

@@ -207,17 +207,62 @@ class FileInfo:
     mode: int | None = None  # permission bits, where the reader asked for them (stat)
 
 
-@dataclass(frozen=True)
 class LogLine:
-    """One parsed router log line. `model` is set for a child line whose port is known."""
+    """One parsed router log line. `model` is set for a child line whose port is known.
 
+    Compact, because a scrollback may hold 100,000 of them: slots (a __dict__ cost ~300 bytes a line), and
+    `text` and `time`, nearly always slices of `raw`, kept as offsets into it rather than as copies (they doubled
+    the cost of a line). Immutable, compared and hashed by value, like the frozen dataclass it replaced."""
+
+    __slots__ = ("_text", "_time", "level", "model", "port", "raw", "skipped", "source")
     raw: str
-    text: str
-    level: str = ""  # "I", "W", "E", "D" or "" when the build prints none
-    time: str = ""  # "M.SS.mmm.uuu" as printed, when present
-    source: str = "router"  # "router" or "child"
-    port: int | None = None
-    model: str | None = None
+    level: str  # "I", "W", "E", "D" or "" when the build prints none
+    source: str  # "router", "child", or "skipped" for a follower's marker that lines went by unparsed
+    port: int | None
+    model: str | None
+    skipped: int  # on a "skipped" marker: how many lines it stands for
+    _text: int | str  # an offset into raw, or the text itself when it is not raw's tail
+    _time: int | str  # offset << 8 | length in raw (an int costs less than a tuple), or the time itself
+
+    def __init__(self, raw: str, text: str, level: str = "", time: str = "", source: str = "router",
+                 port: int | None = None, model: str | None = None, skipped: int = 0) -> None:  # fmt: skip
+        put = object.__setattr__
+        put(self, "raw", raw)
+        put(self, "_text", len(raw) - len(text) if text and raw.endswith(text) else text)
+        at = raw.find(time) if time else -1
+        put(self, "_time", at << 8 | len(time) if at >= 0 and len(time) < 256 else time)
+        put(self, "level", level)
+        put(self, "source", source)
+        put(self, "port", port)
+        put(self, "model", model)
+        put(self, "skipped", skipped)
+
+    @property
+    def text(self) -> str:
+        t = self._text
+        return self.raw[t:] if isinstance(t, int) else t
+
+    @property
+    def time(self) -> str:
+        """The time as printed ("M.SS.mmm.uuu"), when present."""
+        t = self._time
+        return self.raw[t >> 8 : (t >> 8) + (t & 255)] if isinstance(t, int) else t
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.raw, self.text, self.level, self.time, self.source, self.port, self.model, self.skipped)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"LogLine is immutable: cannot set {name}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LogLine) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        names = ("raw", "text", "level", "time", "source", "port", "model", "skipped")
+        return "LogLine(" + ", ".join(f"{n}={v!r}" for n, v in zip(names, self._key(), strict=True)) + ")"
 
 
 # ---- what the fleet tells its users (UI, CLI) ----

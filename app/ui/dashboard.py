@@ -34,6 +34,7 @@ from app.ui.models import KeyedTable, ModelTable
 from app.ui.preset_form import PresetForm
 from app.ui.prompt import Prompt
 from app.ui.state import Changes
+from app.ui.watchers import prune_closed_watchers
 
 if TYPE_CHECKING:
     from app.ui.app import HerdApp
@@ -266,6 +267,8 @@ class DashboardScreen(Screen[None]):
         if now != self._bindings_shown:
             self._bindings_shown = now
             self.refresh_bindings()
+            for footer in self.query(Footer):
+                prune_closed_watchers(footer)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Dim footer keys that cannot apply now (a running model cannot be loaded, an attached router not stopped)."""

@@ -1,22 +1,35 @@
 """The log-tail panel: the selected router's log, following or paused, filterable by model and level, searchable.
 
-Memory is bounded twice: the panel keeps at most `max_lines` parsed lines, and so does the RichLog it draws into.
-While paused nothing is drawn; new lines are only counted, so the text under the operator's eyes does not move.
+Built on Textual's Line API: the panel keeps parsed lines (the LogLine objects the fleet already holds, no copies)
+and renders only the rows on screen, each once (an LRU of rendered rows). A RichLog rendered every line it was
+given into segments: ~3.6 KB a line, and a 20,000 lines/s flood spent the UI loop rendering rows nobody saw.
+
+What is kept: the last `max_lines` lines (the scrollback, `ui.log_lines`), and beside them the ones that pass the
+filters, so a filtered view is as cheap to scroll as the full one. What is skipped: nothing here; under a flood the
+fleet's follower hands over only what can be shown, with a marker line saying how many it skipped (the log file
+on the serving machine is the record). Painting happens at most every PAINT_EVERY while lines keep coming.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import ClassVar
 
+from rich.cells import cell_len
+from rich.style import Style
 from rich.text import Text
 from textual import events
+from textual.actions import SkipAction
 from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import RichLog
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from app.services.textsafe import visible
 from app.services.types import LogLine
@@ -31,6 +44,9 @@ _WARN_WORDS = re.compile(r"\b(warn(ing)?)\b", re.IGNORECASE)
 LEVELS: tuple[str, ...] = ("", "WE", "E")  # all lines / warnings and errors / errors only
 LEVEL_NAMES = {"": "all levels", "WE": "warnings+errors", "E": "errors"}
 WHO_WIDTH = 10
+PAINT_EVERY = 0.25  # while lines keep coming, at most 4 paints a second: the eye cannot read faster anyway
+RENDERED_ROWS = 512  # rendered rows kept for reuse: a few screens' worth, whatever the scrollback
+SKIPPED = "skipped"  # LogLine.source of the follower's "N lines skipped" marker
 
 
 def effective_level(ln: LogLine) -> str:
@@ -44,6 +60,9 @@ def effective_level(ln: LogLine) -> str:
 
 
 def line_text(ln: LogLine, search: str, g: Glyphs) -> Text:
+    """The one place a log line becomes styled text (outside text: plain Text, never markup)."""
+    if ln.source == SKIPPED:
+        return Text(f"{g.ellipsis} {ln.text}", style=f"italic {DIM}")
     level = effective_level(ln)
     style = {"E": "red", "W": "yellow", "D": DIM, "T": DIM}.get(level, "")
     who = visible(ln.model or (f"[{ln.port}]" if ln.port else ln.source))
@@ -59,7 +78,18 @@ def line_text(ln: LogLine, search: str, g: Glyphs) -> Text:
     return t
 
 
-class LogPanel(RichLog):
+class LogPanel(ScrollView, can_focus=True):
+    DEFAULT_CSS = """
+    LogPanel {
+        background: $surface;
+        color: $foreground;
+        overflow-y: scroll;
+        &:focus {
+            background-tint: $foreground 5%;
+        }
+    }
+    """
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("p", "toggle_follow", "Pause", id="log_follow"),
         Binding("w", "cycle_level", "Levels", id="log_level"),
@@ -70,9 +100,15 @@ class LogPanel(RichLog):
     following: reactive[bool] = reactive(True, init=False)
 
     def __init__(self, glyphs: Glyphs, max_lines: int, id: str | None = None) -> None:
-        super().__init__(max_lines=max_lines, wrap=False, markup=False, highlight=False, id=id)
+        super().__init__(id=id)
         self.glyphs = glyphs
+        self.max_lines = max_lines
+        # Bound: the scrollback. `filtered` holds the lines of `buffer` that pass the filters (references, 8 bytes
+        # each) and `_filtered_seq` their sequence numbers, so they leave together with the buffer's oldest.
         self.buffer: deque[LogLine] = deque(maxlen=max_lines)
+        self.filtered: deque[LogLine] = deque(maxlen=max_lines)
+        self._filtered_seq: deque[int] = deque(maxlen=max_lines)
+        self._seq = 0  # lines ever added; buffer[0] is line number _seq - len(buffer)
         self.machine = ""
         self.level = ""
         self.model: str | None = None
@@ -81,8 +117,42 @@ class LogPanel(RichLog):
         """The model selected in the table: what `m` filters to."""
         self.search = ""
         self.unseen = 0
+        self.skipped = 0
+        """Lines the follower skipped (not parsed, not kept) since this source was shown."""
         self.note = ""
+        self.paints = 0
+        self._width = 0
+        self._rows: LRUCache[LogLine, Strip] = LRUCache(RENDERED_ROWS)
+        self._paint_due = False
+        self._last_paint = 0.0
+        self._style = Style()
         self.border_title = "log"
+
+    # ---- what is shown ----
+
+    @property
+    def filtering(self) -> bool:
+        return bool(self.model is not None or self.level or self.search)
+
+    @property
+    def view(self) -> deque[LogLine]:
+        """The lines on the panel's rows, oldest first."""
+        return self.filtered if self.filtering else self.buffer
+
+    @property
+    def line_count(self) -> int:
+        return len(self.view) if self.view else int(bool(self.note))
+
+    def wanted(self, ln: LogLine) -> bool:
+        if ln.source == SKIPPED:
+            return True  # whatever the filter, the operator must know lines went by unseen
+        if self.model is not None and ln.model != self.model:
+            return False
+        if self.level:
+            lvl = effective_level(ln)
+            if not lvl or lvl not in self.level:
+                return False
+        return not self.search or self.search.lower() in (ln.raw or ln.text).lower()
 
     # ---- feeding ----
 
@@ -91,61 +161,137 @@ class LogPanel(RichLog):
         self.machine = machine
         self.note = note
         self.buffer.clear()
-        self.buffer.extend(lines)
+        self._width = 0
         if self.model is not None and self.model != self.current_model:
             self.model = None
         self.unseen = 0
+        self.skipped = 0
+        self._add(lines)
         self.following = True
         self.rewrite()
 
     def append(self, lines: Iterable[LogLine]) -> None:
-        new = list(lines)
-        if not self.buffer and self.note:
-            self.buffer.extend(new)
-            self.rewrite()
-            return
-        self.buffer.extend(new)
-        shown = [ln for ln in new if self.wanted(ln)]
-        if not shown:
-            return
-        if self.following:
-            self._write(shown)
-        else:
-            self.unseen += len(shown)
-            self._subtitle()
+        new = self._add(lines)
+        shown = sum(1 for ln in new if self.wanted(ln)) if self.filtering else len(new)
+        if not self.following:
+            self.unseen += shown
+        if new:
+            self._paint_soon()
 
-    def wanted(self, ln: LogLine) -> bool:
-        if self.model is not None and ln.model != self.model:
-            return False
-        if self.level:
-            lvl = effective_level(ln)
-            if not lvl or lvl not in self.level:
-                return False
-        return not self.search or self.search.lower() in ln.raw.lower()
+    def _add(self, lines: Iterable[LogLine]) -> list[LogLine]:
+        new = list(lines)
+        if len(new) > self.max_lines:
+            new = new[-self.max_lines :]
+        dropped = max(0, len(self.buffer) + len(new) - self.max_lines)
+        self.buffer.extend(new)
+        first_new = self._seq
+        self._seq += len(new)
+        filtering = self.filtering
+        if filtering:
+            for k, ln in enumerate(new):
+                if self.wanted(ln):
+                    self.filtered.append(ln)
+                    self._filtered_seq.append(first_new + k)
+            oldest = self._seq - len(self.buffer)
+            while self._filtered_seq and self._filtered_seq[0] < oldest:
+                self._filtered_seq.popleft()
+                self.filtered.popleft()
+        for ln in new:
+            if ln.source == SKIPPED:
+                self.skipped += ln.skipped
+        if new:
+            self._width = max(self._width, WHO_WIDTH + 3 + max(len(ln.text) for ln in new))
+        if dropped and not self.following and not filtering:
+            # The oldest lines left the scrollback: keep the rows under the operator's eyes where they are.
+            self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False, immediate=True)
+        return new
 
     def rewrite(self) -> None:
-        self.clear()
-        if not self.buffer and self.note:
-            self.write(Text(self.note, style=DIM))
-        self._write([ln for ln in self.buffer if self.wanted(ln)])
+        """Filters changed: recompute which lines are shown (a scan of the scrollback) and paint now."""
+        self.filtered.clear()
+        self._filtered_seq.clear()
+        if self.filtering:
+            first = self._seq - len(self.buffer)
+            for k, ln in enumerate(self.buffer):
+                if self.wanted(ln):
+                    self.filtered.append(ln)
+                    self._filtered_seq.append(first + k)
+        self._rows.clear()
+        self._paint()
 
-    def _write(self, lines: list[LogLine]) -> None:
-        if lines:
-            # One write for the whole batch: RichLog renders each write separately, and a burst of 1,000 lines
-            # written one by one held the UI for a visible moment.
-            text = Text("\n").join(line_text(ln, self.search, self.glyphs) for ln in lines)
-            self.write(text, scroll_end=True)
+    def _paint_soon(self) -> None:
+        if self._paint_due:
+            return
+        self._paint_due = True
+        wait = self._last_paint + PAINT_EVERY - time.monotonic()
+        if wait > 0:
+            self.set_timer(wait, self._paint)
+        else:
+            self.call_later(self._paint)
+
+    def _paint(self) -> None:
+        self._paint_due = False
+        self._last_paint = time.monotonic()
+        self.paints += 1
+        self.virtual_size = Size(self._width, self.line_count)
+        self._stick()
         self._subtitle()
+        self.refresh()
+        # The new virtual size may bring a horizontal scrollbar, which moves the end: look again once laid out.
+        self.call_after_refresh(self._stick)
+
+    def _stick(self) -> None:
+        if self.following and self.scroll_y != self.max_scroll_y:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._stick)
 
     def _subtitle(self) -> None:
         self.border_title = plain(f"log: {self.machine}" if self.machine else "log")
-        parts = ["following" if self.following else f"paused, {self.unseen} new lines"]
+        parts = ["following" if self.following else f"paused, {self.unseen:,} new lines"]
+        if self.skipped:
+            parts.append(f"{self.skipped:,} skipped")
         parts.append(LEVEL_NAMES[self.level])
         if self.model:
             parts.append(f"model {self.model}")
         if self.search:
             parts.append(f"/{self.search}")
         self.border_subtitle = plain(f" {self.glyphs.dot} ".join(parts))  # a model name or a search: not markup
+
+    # ---- rendering: only the rows on screen ----
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._rows.clear()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._style = self.rich_style  # once a pass, not once a row: it walks the styles of every ancestor
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.size.width
+        style = self._style
+        view = self.view
+        i = scroll_y + y
+        if not view:
+            if i == 0 and self.note:
+                strip = Strip(Text(visible(self.note), style=DIM).render(self.app.console))
+                return strip.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
+            return Strip.blank(width, style)
+        if i >= len(view):
+            return Strip.blank(width, style)
+        ln = view[i]
+        row = self._rows.get(ln)
+        if row is None:
+            text = line_text(ln, self.search, self.glyphs)
+            row = Strip(text.render(self.app.console), cell_len(text.plain))
+            self._rows[ln] = row
+            if row.cell_length > self._width:  # len() undercounts wide characters: widen to what was drawn
+                self._width = row.cell_length
+                self.call_later(self._paint_soon)
+        return row.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
 
     # ---- filters ----
 
@@ -160,7 +306,7 @@ class LogPanel(RichLog):
     def watch_following(self, value: bool) -> None:
         if value:
             self.unseen = 0
-            self.rewrite()
+            self._paint()
         else:
             self._subtitle()
 
@@ -179,21 +325,32 @@ class LogPanel(RichLog):
     def action_search(self) -> None:
         self.post_message(LogSearch())
 
-    # Scrolling back through the log pauses it; going to the end follows again.
+    # Scrolling back through the log pauses it; going to the end follows again. No scroll animation: each of its
+    # frames rendered every row anew, ~20 frames for one page-up, for nothing the eye needs in a log.
+    def _scroll(self, how: Callable[..., object], pause: bool) -> None:
+        if not self.allow_vertical_scroll:
+            raise SkipAction()
+        if pause:
+            self.following = False
+        how(animate=False)
+
     def action_scroll_up(self) -> None:
-        self.following = False
-        super().action_scroll_up()
+        self._scroll(self.scroll_up, pause=True)
+
+    def action_scroll_down(self) -> None:
+        self._scroll(self.scroll_down, pause=False)
 
     def action_page_up(self) -> None:
-        self.following = False
-        super().action_page_up()
+        self._scroll(self.scroll_page_up, pause=True)
+
+    def action_page_down(self) -> None:
+        self._scroll(self.scroll_page_down, pause=False)
 
     def action_scroll_home(self) -> None:
-        self.following = False
-        super().action_scroll_home()
+        self._scroll(self.scroll_home, pause=True)
 
     def action_scroll_end(self) -> None:
-        super().action_scroll_end()
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.following = True
 
     def _on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:

@@ -15,6 +15,7 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist
@@ -119,6 +120,9 @@ def matches(m: ModelInfo, text: str) -> bool:
     return t in hay
 
 
+CELL_RENDERS = 2000
+
+
 class KeyedTable(DataTable[Text]):
     """A DataTable fed whole desired states and updated by keyed diff. Subclasses say what the rows are."""
 
@@ -129,6 +133,9 @@ class KeyedTable(DataTable[Text]):
 
     def __init__(self, columns: Sequence[Col], glyphs: Glyphs, **kw: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, **kw)
+        # Bound: DataTable keeps 10,000 rendered cells, keyed by its update count, so every repaint adds new ones
+        # until that bound: ~10 MB of segments for a table that shows a few hundred cells. A few screens' worth.
+        self._cell_render_cache = LRUCache(CELL_RENDERS)
         self.cols = tuple(columns)
         self.glyphs = glyphs
         self.rows_now: dict[str, Row] = {}

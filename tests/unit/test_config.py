@@ -31,7 +31,7 @@ def test_example_config_loads_every_key() -> None:
     assert box.host == "gpu-box.lan" and box.user == "llama" and box.port == 22
     assert box.identity_file == "~/.ssh/id_ed25519" and box.models_dirs == ("/srv/models",)
     assert shared.attach_only and shared.url == "http://127.0.0.1:8080"
-    assert cfg.ui.log_lines == 2000
+    assert cfg.ui.log_lines == 10_000
 
 
 def refuse(text: str) -> str:

@@ -1,0 +1,107 @@
+"""Where the dashboard's memory goes over minutes of real traffic: tracemalloc snapshots and object counts.
+
+Runs the real app (headless, 140x45) on the real Fleet with tracemalloc on, while either the router cycle of
+bench/cycle.py runs against a managed local router ("plain"), or the demo fleet runs its traffic ("demo"). After a
+warm-up, a snapshot; at the end another; printed: the allocation sites that grew most (with their tracebacks'
+innermost frames), the object types whose counts grew, and RSS at both ends.
+
+Run: python -m bench.mem_growth [plain|demo] [MINUTES] [WARMUP_SECONDS]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import sys
+import threading
+import time
+import tracemalloc
+from collections import Counter
+
+import psutil
+
+from app.config import Config
+from app.services.fleet import Fleet
+from app.ui.app import make_app
+from bench.cycle import Cycle, managed_config
+
+
+def type_counts() -> Counter[str]:
+    gc.collect()
+    return Counter(type(o).__qualname__ for o in gc.get_objects())
+
+
+async def watch(cfg: Config, minutes: float, warmup: float, driver: asyncio.Task[None] | None) -> None:
+    fleet = Fleet(cfg)
+    app = make_app(cfg, fleet)
+    proc = psutil.Process()
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.pause(warmup)
+        snap1 = tracemalloc.take_snapshot()
+        types1 = type_counts()
+        rss1, t1 = proc.memory_info().rss, time.monotonic()
+        traced = tracemalloc.get_traced_memory()[0] / 2**20
+        print(f"after {warmup:.0f} s warm-up: RSS {rss1 / 2**20:.1f} MB, traced {traced:.1f} MB")
+        end = t1 + minutes * 60
+        while time.monotonic() < end:
+            await pilot.pause(min(30.0, end - time.monotonic()))
+            print(f"  t+{time.monotonic() - t1:4.0f} s RSS {proc.memory_info().rss / 2**20:.1f} MB "
+                  f"traced {tracemalloc.get_traced_memory()[0] / 2**20:.1f} MB", flush=True)  # fmt: skip
+        snap2 = tracemalloc.take_snapshot()
+        types2 = type_counts()
+        rss2 = proc.memory_info().rss
+    if driver is not None:
+        driver.cancel()
+    keep = [tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, "<frozen importlib._bootstrap>")]
+    diff = snap2.filter_traces(keep).compare_to(snap1.filter_traces(keep), "traceback")
+    span = (time.monotonic() - t1) / 60
+    print(f"\nover {span:.1f} min: RSS {rss1 / 2**20:.1f} -> {rss2 / 2**20:.1f} MB")
+    print("allocation sites that grew most (size diff, count diff, innermost frames):")
+    for st in diff[:15]:
+        if st.size_diff <= 0:
+            break
+        frames = " <- ".join(f"{f.filename.split('site-packages/')[-1].split('h5-logs/')[-1]}:{f.lineno}"
+                             for f in list(st.traceback)[::-1][:4])  # fmt: skip
+        print(f"  {st.size_diff / 1024:+9.1f} KiB {st.count_diff:+7d}  {frames}")
+    print("object types whose counts grew most:")
+    for name, n in (types2 - types1).most_common(12):
+        print(f"  {n:+7d} {name}")
+
+
+async def plain(minutes: float, warmup: float) -> None:
+    cfg, _ = managed_config()
+    cycle = Cycle(cfg)
+    await cycle.start()
+    driver = asyncio.create_task(cycle.run())
+    try:
+        await watch(cfg, minutes, warmup, driver)
+    finally:
+        driver.cancel()
+        await cycle.stop()
+    print(f"cycle steps: {cycle.steps}, failed steps: {len(cycle.failures)} {cycle.failures[:3]}")
+
+
+async def demo(minutes: float, warmup: float) -> None:
+    from app.demo import Traffic, prepare_and_start, stop_routers
+    from bench.common import workdir
+
+    d = workdir()
+    os.environ["XDG_STATE_HOME"] = str(d / "state")  # router records of our own, never a real demo's
+    cfg, started = await prepare_and_start(d / "demo")
+    traffic = Traffic(cfg)
+    # As `llamaherd demo --traffic` does: the traffic runs on its own loop in a thread of the dashboard's process.
+    threading.Thread(target=lambda: asyncio.run(traffic.run()), name="demo-traffic", daemon=True).start()
+    try:
+        await watch(cfg, minutes, warmup, None)
+    finally:
+        await stop_routers(cfg, started)
+
+
+if __name__ == "__main__":
+    a = sys.argv[1:]
+    which = a[0] if a else "plain"
+    mins = float(a[1]) if len(a) > 1 else 4.0
+    warm = float(a[2]) if len(a) > 2 else 60.0
+    tracemalloc.start(int(os.environ.get("FRAMES", "1")))  # 1 frame: cheap enough to run under real traffic
+    asyncio.run((plain if which == "plain" else demo)(mins, warm))

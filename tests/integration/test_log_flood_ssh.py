@@ -1,0 +1,66 @@
+"""The remote log tail under a flood, and the bounds of a long-lived ssh transport, against a real sshd."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from app.services.local_transport import LocalTransport
+from app.services.ssh_forward import MAX_FORWARDS
+from app.services.ssh_transport import SshTransport
+from tests.integration.test_transport_ssh import make, wait_for
+from tests.sshd import SshServer
+
+pytestmark = pytest.mark.ssh
+
+
+@pytest.fixture
+async def ssh(sshd: SshServer) -> AsyncIterator[SshTransport]:
+    t = make(sshd)
+    await t.connect()
+    yield t
+    await t.close()
+
+
+async def _chunks(t: LocalTransport | SshTransport, path: str, out: list[list[str]]) -> None:
+    async for chunk in t.tail_chunks(path, lines=0):
+        out.append(chunk)
+
+
+@pytest.mark.parametrize("where", ["local", "ssh"])
+async def test_a_flood_arrives_whole_in_large_chunks_and_other_commands_still_run(
+    where: str, ssh: SshTransport, tmp_path: Path
+) -> None:
+    t: LocalTransport | SshTransport = ssh if where == "ssh" else LocalTransport()
+    log = tmp_path / "router.log"
+    log.write_text("")
+    got: list[list[str]] = []
+    task = asyncio.create_task(_chunks(t, str(log), got))
+    try:
+        await asyncio.sleep(0.5)  # the tail is running
+        n = 100_000
+        with log.open("a") as f:
+            for start in range(0, n, 10_000):
+                f.write("".join(f"0.00.000.000 I srv  flood line {i:07d}\n" for i in range(start, start + 10_000)))
+                f.flush()
+                # Another command on the same link while the tail's channel is busy: it is not stuck behind it.
+                res = await asyncio.wait_for(t.run(["echo", "still here"]), 20)
+                assert res.stdout == b"still here\n"
+        await wait_for(lambda: sum(map(len, got)) >= n, timeout=30, what="every line")
+        lines = [ln for c in got for ln in c]
+        assert lines[0].endswith("line 0000000") and lines[-1].endswith(f"line {n - 1:07d}")
+        assert len(lines) == n  # a pipe skips nothing
+        assert len(got) < n / 100, f"{len(got)} chunks for {n} lines: not read in large chunks"
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_port_forwards_are_bounded_across_router_restarts(ssh: SshTransport) -> None:
+    ports = [await ssh.forward_port(30000 + i) for i in range(3 * MAX_FORWARDS)]  # a restart picks a new port
+    assert len(ssh._forwards._forwards) <= MAX_FORWARDS  # the bound beside MAX_FORWARDS
+    assert ssh._forwards.local_port(30000 + 3 * MAX_FORWARDS - 1) == ports[-1]  # the newest is kept
+    assert len(set(ports)) == len(ports)

@@ -1,0 +1,38 @@
+"""Widgets and watchers do not pile up while the dashboard runs: each driven past many rebuilds here."""
+
+from __future__ import annotations
+
+import gc
+
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+from app.config import Config
+from app.ui.app import make_app
+from tests.ui.screen import wait_for
+from tests.ui.standin import demo_fleet
+
+
+def footer_keys_alive() -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, FooterKey))
+
+
+async def test_footer_rebuilds_leave_no_widgets_behind() -> None:
+    """Every load or unload changes which keys apply, and the footer is rebuilt: its old keys must go."""
+    app = make_app(Config(), demo_fleet())
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_for(pilot, lambda: len(app.screen.query(FooterKey)) > 0)
+        in_dom = len(app.screen.query(FooterKey))
+        for _ in range(30):
+            app.dashboard._bindings_shown = ()  # as if a key's availability changed
+            app.dashboard.update_bindings()
+            await pilot.pause(0.05)
+        await pilot.pause(0.3)
+        app.dashboard._bindings_shown = ()
+        app.dashboard.update_bindings()  # prunes what the last rebuild closed
+        await pilot.pause(0.3)
+        footer = app.dashboard.query_one(Footer)
+        watchers = sum(len(v) for v in getattr(footer, "__watchers", {}).values())
+        assert watchers <= 3 * in_dom, watchers
+        assert footer_keys_alive() <= 3 * in_dom  # 30 rebuilds would be 30 generations without the pruning
