@@ -11,15 +11,15 @@ import pytest
 from app.services.local_transport import LocalTransport
 from app.services.ssh_forward import MAX_FORWARDS
 from app.services.ssh_transport import SshTransport
-from tests.integration.test_transport_ssh import make, wait_for
-from tests.sshd import SshServer
+from tests.helpers.wait import wait_for
+from tests.sshd import SshServer, ssh_transport
 
 pytestmark = pytest.mark.ssh
 
 
 @pytest.fixture
 async def ssh(sshd: SshServer) -> AsyncIterator[SshTransport]:
-    t = make(sshd)
+    t = ssh_transport(sshd)
     await t.connect()
     yield t
     await t.close()
