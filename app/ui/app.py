@@ -125,7 +125,8 @@ class HerdApp(App[int]):
                 try:
                     self.live.absorb(batch)
                 except Exception as e:  # a bug in one update must not stop the live view for good
-                    self.notify(f"{type(e).__name__}: {e}", title="could not show an update", severity="error")
+                    what = f"{type(e).__name__}: {e}"
+                    self.notify(what, title="could not show an update", severity="error", markup=False)
         finally:
             self.fleet.unsubscribe(q)
 
@@ -168,7 +169,8 @@ class HerdApp(App[int]):
         """The one place an unexpected worker failure surfaces: as a notification, not a crash."""
         if event.state is WorkerState.ERROR:
             err = event.worker.error
-            self.notify(f"{type(err).__name__}: {err}", title=f"{event.worker.name} failed", severity="error")
+            what = f"{type(err).__name__}: {err}"
+            self.notify(what, title=f"{event.worker.name} failed", severity="error", markup=False)
 
 
 def make_app(

@@ -361,7 +361,7 @@ class DashboardScreen(Screen[None]):
         if not self.herd.fleet.has_files:
             return False  # a fleet without files: its keys are dimmed already
         if not self.herd.state.get(machine).view.managed:
-            self.app.notify(ATTACH_ONLY.format(machine), severity="warning")
+            self.app.notify(ATTACH_ONLY.format(machine), severity="warning", markup=False)
             return False
         return True
 

@@ -70,7 +70,7 @@ async def write_preset(screen: WritingScreen, plan: PresetPlan, done: str) -> No
         screen.show_conflict(e)
         return
     except RouterError as e:
-        screen.app.notify(not_reloaded(done, e), title=f"preset of {screen.machine}", severity="warning")
+        screen.app.notify(not_reloaded(done, e), title=f"preset of {screen.machine}", severity="warning", markup=False)
         screen.dismiss(None)
         return
     except HerdError as e:
@@ -78,7 +78,7 @@ async def write_preset(screen: WritingScreen, plan: PresetPlan, done: str) -> No
         return
     finally:
         screen.busy = False
-    screen.app.notify(summary(done, result), title=f"preset of {screen.machine}")
+    screen.app.notify(summary(done, result), title=f"preset of {screen.machine}", markup=False)
     screen.dismiss(result)
 
 
