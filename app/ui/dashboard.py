@@ -129,7 +129,7 @@ class DashboardScreen(Screen[None]):
 
     def paint(self, changes: Changes) -> None:
         """Show what a batch of events changed: only the parts it made stale."""
-        if not self.query("#models"):
+        if not self.query("#machines") or not self.query("#models"):
             return  # the app is closing: its widgets went before this last flush timer (it raised NoMatches)
         state = self.herd.state
         with self.app.batch_update():
