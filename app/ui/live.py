@@ -21,6 +21,9 @@ FLUSH_INTERVAL = 0.05  # at most 20 paints a second from fleet events, however f
 # but never hold a change back longer than MAX_DEFER.
 INPUT_QUIET = 0.12
 MAX_DEFER = 0.3
+# A timer that fires a hair early (timer granularity, float rounding) counts as on time, rather than rescheduling
+# itself for microseconds.
+TIMER_SLACK = 0.001
 
 Later = Callable[[float, Callable[[], None]], None]
 
@@ -33,12 +36,15 @@ class LiveFeed:
         later: Later,
         after_paint: Callable[[Callable[[], None]], object],
         clock: Callable[[], float],
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.state = state
         self.paint = paint
         self.later = later
         self.after_paint = after_paint
         self.clock = clock
+        self.monotonic = monotonic
+        """For the pacing of paints; a test steps it by hand."""
         self.flushes = 0
         self._pending = Changes()
         self._backlog: deque[FleetEvent] = deque()
@@ -52,7 +58,7 @@ class LiveFeed:
 
     def note_input(self) -> None:
         """A key was pressed: let its paint go first."""
-        self._input_at = time.monotonic()
+        self._input_at = self.monotonic()
 
     def absorb(self, events: Iterable[FleetEvent]) -> None:
         self._backlog.extend(events)
@@ -61,7 +67,7 @@ class LiveFeed:
 
     def flush(self) -> None:
         self._flush_due = False
-        self._last_flush = time.monotonic()
+        self._last_flush = self.monotonic()
         self._unpainted.clear()
         changes, self._pending = self._pending, Changes()
         if changes:
@@ -90,14 +96,14 @@ class LiveFeed:
         if self._flush_due:
             return
         self._flush_due = True
-        self._due_since = time.monotonic()
+        self._due_since = self.monotonic()
         self.later(max(0.0, self._last_flush + FLUSH_INTERVAL - self._due_since), self._timed_flush)
 
     def _timed_flush(self) -> None:
-        now = time.monotonic()
-        quiet_until = self._input_at + INPUT_QUIET
-        if now < quiet_until and now - self._due_since < MAX_DEFER:
-            self.later(min(quiet_until, self._due_since + MAX_DEFER) - now, self._timed_flush)
+        # Wait while keys are being pressed, but never past MAX_DEFER from when the paint fell due.
+        wait = min(self._input_at + INPUT_QUIET, self._due_since + MAX_DEFER) - self.monotonic()
+        if wait > TIMER_SLACK:
+            self.later(wait, self._timed_flush)
             return
         if self._flush_due:
             self.flush()

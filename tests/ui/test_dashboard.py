@@ -86,28 +86,22 @@ async def test_a_burst_is_coalesced_into_few_repaints() -> None:
         assert app.flushes - before <= 5
 
 
-async def test_keys_go_first_but_fleet_changes_still_show_within_the_deferral() -> None:
-    """While keys are pressed, fleet paints wait for them, but a change is never held back longer than MAX_DEFER."""
-    import time
-
-    from app.ui.live import MAX_DEFER
-
+async def test_a_fleet_change_shows_while_keys_are_being_pressed() -> None:
+    """Keys go first, but a change still reaches the screen while they keep coming (the bound is pinned on a stepped
+    clock in test_live_pacing.py: a loaded machine stretches each press here, so no time is asserted)."""
     fleet = demo_fleet()
     app = app_for(fleet)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
         app.dashboard.model_table.focus()
         base = workstation_models()
-        t0 = time.monotonic()
         fleet.emit(ModelsChanged("workstation", replace_model(base, "mistral-7b", size=300)))
-        shown_at = None
-        for _ in range(40):  # a key every 20 ms, for 0.8 s: longer than the deferral
-            await pilot.press("down" if _ % 2 else "up")
-            if shown_at is None and app.dashboard.model_table.rows_now["mistral-7b"][4].text == "300B":
-                shown_at = time.monotonic() - t0
+        shown = False
+        for i in range(40):  # a key every 20 ms (more when the machine is busy): longer than the deferral
+            await pilot.press("down" if i % 2 else "up")
+            shown = shown or app.dashboard.model_table.rows_now["mistral-7b"][4].text == "300B"
             await pilot.pause(0.02)
-        assert shown_at is not None, "the change never showed while keys were pressed"
-        assert shown_at < MAX_DEFER + 0.25, shown_at
+        assert shown, "the change never showed while keys were pressed"
 
 
 async def test_filter_and_sort() -> None:
