@@ -64,8 +64,11 @@ class Cycle:
         # The machine owns the client it hands out (closing the machine closes it): a client of our own instead.
         m = self._machine()
         try:
+            assert m.manager is not None
             c = await m.connect_router()
-            return RouterClient(c.base_url, api_key=self.config.machines[0].api_key())
+            # The router's own key (made on its first start): the config's api_key_env is unset here.
+            key = await m.manager.client_key((await m.manager.inspect()).record)
+            return RouterClient(c.base_url, api_key=key)
         finally:
             await m.close()
 
