@@ -51,6 +51,7 @@ async def watch(cfg: Config, minutes: float, warmup: float, driver: asyncio.Task
         snap2 = tracemalloc.take_snapshot()
         types2 = type_counts()
         rss2 = proc.memory_info().rss
+        print("snapshots taken; leaving the app", flush=True)
     if driver is not None:
         driver.cancel()
     keep = [tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, "<frozen importlib._bootstrap>")]
