@@ -121,6 +121,7 @@ def matches(m: ModelInfo, text: str) -> bool:
 
 
 CELL_RENDERS = 2000
+LINE_RENDERS = 300
 
 
 class KeyedTable(DataTable[Text]):
@@ -136,6 +137,11 @@ class KeyedTable(DataTable[Text]):
         # Bound: DataTable keeps 10,000 rendered cells, keyed by its update count, so every repaint adds new ones
         # until that bound: ~10 MB of segments for a table that shows a few hundred cells. A few screens' worth.
         self._cell_render_cache = LRUCache(CELL_RENDERS)
+        # Same for rows and lines (1,000 each, also keyed by update count): entries of an older count are never hit
+        # again, so a few screens' worth is all that helps.
+        self._row_render_cache = LRUCache(LINE_RENDERS)
+        self._row_renderable_cache = LRUCache(LINE_RENDERS)
+        self._line_cache = LRUCache(LINE_RENDERS)
         self.cols = tuple(columns)
         self.glyphs = glyphs
         self.rows_now: dict[str, Row] = {}

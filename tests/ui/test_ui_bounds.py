@@ -36,3 +36,27 @@ async def test_footer_rebuilds_leave_no_widgets_behind() -> None:
         watchers = sum(len(v) for v in getattr(footer, "__watchers", {}).values())
         assert watchers <= 3 * in_dom, watchers
         assert footer_keys_alive() <= 3 * in_dom  # 30 rebuilds would be 30 generations without the pruning
+
+
+async def test_table_render_caches_stay_within_their_bounds() -> None:
+    """DataTable keys its render caches by update count, so each repaint adds entries that are never hit again."""
+    import dataclasses
+
+    from app.services.types import ModelsChanged
+    from app.ui.models import CELL_RENDERS, LINE_RENDERS
+    from tests.ui.standin import workstation_models
+
+    fleet = demo_fleet()
+    app = make_app(Config(), fleet)
+    async with app.run_test(size=(140, 45)) as pilot:
+        table = app.dashboard.model_table
+        await wait_for(pilot, lambda: len(table.rows_now) == 5)
+        base = workstation_models()
+        for i in range(120):  # each paint re-renders every visible row: 120 x 5 rows > LINE_RENDERS
+            models = tuple(dataclasses.replace(m, size=i + 1) if m.id == base[0].id else m for m in base)
+            fleet.emit(ModelsChanged("workstation", models))
+            await pilot.pause(0.06)
+        assert len(table._line_cache) == LINE_RENDERS, "not driven past the bound"
+        assert len(table._row_render_cache) <= LINE_RENDERS
+        assert len(table._row_renderable_cache) <= LINE_RENDERS
+        assert len(table._cell_render_cache) <= CELL_RENDERS
