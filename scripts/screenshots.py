@@ -51,6 +51,7 @@ from textual.widgets import Input
 from app import demo
 from app.config import Config
 from app.services.discovery import DiscoveredModel, Discovery
+from app.services.fit_estimate import FitEstimate
 from app.services.fleet import Fleet
 from app.services.preset_store import Edit, PresetPlan, PresetResult, PresetSnapshot
 from app.services.types import (
@@ -225,6 +226,13 @@ class ShotFleet:
     @property
     def has_files(self) -> bool:
         return self.fleet.has_files
+
+    @property
+    def has_fit(self) -> bool:
+        return self.fleet.has_fit
+
+    async def fit_estimate(self, machine: str, model: ModelInfo, has_gpu: bool) -> FitEstimate:
+        return await self.fleet.fit_estimate(machine, model, has_gpu)
 
     async def read_preset(self, machine: str) -> PresetSnapshot:
         return await self.fleet.read_preset(machine)

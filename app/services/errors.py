@@ -5,6 +5,10 @@ from __future__ import annotations
 from app.errors import HerdError as HerdError  # the base lives below config, which raises it too
 
 
+class FitUnknown(HerdError):
+    """A model's memory estimate could not be made (no readable header, a missing shard, a setting not understood)."""
+
+
 class RouterError(HerdError):
     """The router could not be asked, or refused."""
 

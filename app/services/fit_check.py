@@ -96,6 +96,12 @@ async def _estimate_for(m: Machine, setup: ModelSetup, ctx: int | None) -> FitEs
     return estimate(header, sizes, settings, projector_bytes=projector)
 
 
+async def estimate_model(m: Machine, target: ModelInfo, has_gpu: bool) -> FitEstimate:
+    """The estimate for one of the router's models under its own settings (its rendered arguments): a header
+    read and a stat per shard on the machine. Raises FitInputError, OSError or HerdError when it cannot."""
+    return await _estimate_for(m, setup_from_args(target.args, has_gpu), None)
+
+
 async def check_machine(m: Machine, model: str, ctx: int | None = None) -> FitReport:
     """The verdict for `model` on machine `m` (connected here; the caller closes it)."""
     report = FitReport(m.name, model)

@@ -9,7 +9,9 @@ from app.config import Config
 from app.errors import ConfigError
 from app.services import model_files
 from app.services.discovery import DiscoveredModel, Discovery
-from app.services.errors import HerdError, RouterError
+from app.services.errors import FitUnknown, HerdError, RouterError
+from app.services.fit_check import estimate_model
+from app.services.fit_estimate import FitEstimate, FitInputError
 from app.services.loading import LOAD_TIMEOUT, ensure_loaded
 from app.services.logs import skipped_marker
 from app.services.machine import Machine
@@ -39,6 +41,8 @@ LOG_BACKLOG = 100
 class Fleet:
     has_files = True
     """Every machine's preset and model files are reached through its transport (the UI's FleetApi asks)."""
+    has_fit = True
+    """Fit estimates read the models' headers through the same transports."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -169,6 +173,13 @@ class Fleet:
             found = r.stdout.decode().strip()
             return found if r.ok and found else None
         return program if await m.transport.stat(program) is not None else None
+
+    async def fit_estimate(self, machine: str, model: ModelInfo, has_gpu: bool) -> FitEstimate:
+        """The memory estimate of one of the machine's models under its rendered arguments (a header read)."""
+        try:
+            return await estimate_model(self.machine(machine), model, has_gpu)
+        except (FitInputError, OSError) as e:
+            raise FitUnknown(str(e) or type(e).__name__) from e
 
     # ---- presets and model files (the editor drives these) ----
 

@@ -24,6 +24,7 @@ from app.services.errors import HerdError
 from app.services.textsafe import visible
 from app.ui import keys
 from app.ui.confirm import ConfirmScreen
+from app.ui.fit_view import FitAdvisor
 from app.ui.fleet_table import FleetTable
 from app.ui.format import BAD, BUSY, DIM, OK, is_down
 from app.ui.help import HelpRow, HelpScreen
@@ -53,6 +54,7 @@ class DashboardScreen(Screen[None]):
         self._bindings_shown: tuple[bool | None, ...] = ()
         self._title_shown = Text()
         self._notice_shown = Text()
+        self.fit = FitAdvisor(lambda: self.herd, self._fit_arrived, time.monotonic)
 
     @property
     def herd(self) -> HerdApp:
@@ -295,7 +297,11 @@ class DashboardScreen(Screen[None]):
     def action_load(self) -> None:
         target = self.target()
         if target and target[1]:
-            self.load(target[0], target[1])
+            self.fit.load_asking(target[0], target[1], self.load)  # asks first when it will not fit or evicts
+
+    def _fit_arrived(self, machine: str) -> None:
+        if self.fleet_view:
+            self._show_fleet()
 
     def action_unload(self) -> None:
         target = self.target()

@@ -14,6 +14,7 @@ from typing import Protocol
 from app.config import Config
 from app.services.discovery import DiscoveredModel, Discovery
 from app.services.errors import HerdError
+from app.services.fit_estimate import FitEstimate
 from app.services.preset_store import Edit, PresetPlan, PresetResult, PresetSnapshot
 from app.services.types import FleetEvent, LogLine, MachineView, ModelInfo
 
@@ -61,6 +62,17 @@ class FleetApi(Protocol):
         Looking for the binary is file work, so the UI never does it itself. A fleet that cannot look raises
         NotOffered; the UI then learns the answer from the refusal of a start (a ProgramNotFound).
         """
+        ...
+
+    @property
+    def has_fit(self) -> bool:
+        """Whether fit_estimate can answer at all (it reads model headers). When False the dashboard makes no
+        estimate: verdicts say "fit unknown" and `l` decides on what it knows without one."""
+        ...
+
+    async def fit_estimate(self, machine: str, model: ModelInfo, has_gpu: bool) -> FitEstimate:
+        """The model's memory estimate under its rendered arguments: a header read on the machine, so the UI
+        asks for it in a worker. Raises FitUnknown (a HerdError) when it cannot be made; NotOffered likewise."""
         ...
 
     # ---- files: the preset editor and the model files screen ----

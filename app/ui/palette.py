@@ -10,7 +10,6 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.markup import escape
 
-from app.services.fit_capacity import load_hint
 from app.services.textsafe import visible
 
 if TYPE_CHECKING:
@@ -19,7 +18,16 @@ if TYPE_CHECKING:
 Command = tuple[str, Callable[[], object], str]
 
 
+PALETTE_FIT_WAIT = 1.0  # seconds the palette waits for estimates not made yet; later ones show on the next key
+
+
 class HerdCommands(Provider):
+    async def startup(self) -> None:
+        """Estimates for every model not running (header reads, in the fit workers), awaited briefly."""
+        fit = cast("HerdApp", self.app).dashboard.fit
+        fit.request_all()
+        await fit.settle(PALETTE_FIT_WAIT)
+
     def _commands(self) -> Iterator[Command]:
         app = cast("HerdApp", self.app)
         dashboard = app.dashboard
@@ -29,8 +37,7 @@ class HerdCommands(Provider):
             for m in st.models:
                 # Both, whatever the state: typing "unload alpha" should always find it; the router says no if moot.
                 now = f"now {m.state.value}"
-                hint = load_hint(m.id, st.models, st.view.models_max, st.stats)
-                load_help = f"{now} · {hint}" if hint else now
+                load_help = now if m.state.running else f"{now} · {dashboard.fit.preview(machine, m.id).line}"
                 yield f"Load {m.id} on {machine}", partial(dashboard.load, machine, m.id), load_help
                 yield f"Unload {m.id} on {machine}", partial(dashboard.unload, machine, m.id), now
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from textual.worker import NoActiveWorker, get_current_worker
+
 from app.config import Config
 from app.services.discovery import DiscoveredModel, Discovery
-from app.services.errors import HerdError
+from app.services.errors import FitUnknown, HerdError
+from app.services.fit_estimate import FitEstimate
 from app.services.preset_store import Edit, PresetPlan, PresetResult, PresetSnapshot
 from app.services.types import (
     Connection,
@@ -46,7 +49,15 @@ class StandInFleet:
     replay: list[FleetEvent] = field(default_factory=list)
     """Events every new subscriber gets after the current state (host stats history, log lines)."""
     config: Config = field(default_factory=Config)
+    estimates: dict[tuple[str, str], FitEstimate | str] = field(default_factory=dict)
+    """What fit_estimate answers per (machine, model): an estimate, or the reason there is none (FitUnknown)."""
+    estimate_calls: list[tuple[str, str, bool]] = field(default_factory=list)
+    """(machine, model, asked from a worker) per fit_estimate call: header reads stay off the UI's path."""
     has_files = False
+
+    @property
+    def has_fit(self) -> bool:
+        return bool(self.estimates)  # a stand-in estimates what a test gave it, and only then
 
     @property
     def names(self) -> list[str]:
@@ -111,6 +122,19 @@ class StandInFleet:
 
     async def stop_router(self, machine: str) -> None:
         await self._call("stop_router", machine)
+
+    async def fit_estimate(self, machine: str, model: ModelInfo, has_gpu: bool) -> FitEstimate:
+        try:
+            in_worker = bool(get_current_worker())
+        except NoActiveWorker:
+            in_worker = False
+        self.estimate_calls.append((machine, model.id, in_worker))
+        answer = self.estimates.get((machine, model.id))
+        if answer is None:
+            raise NotOffered("the stand-in fleet has no model files")
+        if isinstance(answer, str):
+            raise FitUnknown(answer)
+        return answer
 
     # ---- what a stand-in has nothing behind ----
 

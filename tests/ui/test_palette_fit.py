@@ -1,4 +1,5 @@
-"""The palette's "Load MODEL on MACHINE" entries carry the free memory and the eviction (issue 13, item 5)."""
+"""The palette's "Load MODEL on MACHINE" entries carry the free memory and the eviction (issue 13, item 5), even
+where no estimate can be made (the stand-in fleet reads no headers): the verdicts are in test_fit_ui.py."""
 
 from __future__ import annotations
 
@@ -22,5 +23,6 @@ async def test_load_entry_names_free_memory_and_eviction() -> None:
         await pilot.press("ctrl+p")
         await pilot.press(*f"Load {idle[0]} on gpu")
         await pilot.pause(0.5)
-        await wait_for(pilot, lambda: f"evicts {running[0]}" in screen_text(app))
-        assert "GB RAM free" in screen_text(app)
+        # the help line wraps where the palette is narrow: its words, on one line
+        await wait_for(pilot, lambda: f"evicts {running[0]}" in " ".join(screen_text(app).split()))
+        assert "GiB RAM free" in screen_text(app)

@@ -1,0 +1,175 @@
+"""Fit verdicts in the dashboard: estimates made in workers, kept per model and settings, and the ask-first load.
+
+An estimate reads the model's GGUF header on its machine (over ssh for a remote one), so it is never made on the
+UI's path: `request` queues it for a worker (one per machine, one estimate at a time), and what is shown reads only
+what is already known. A model's estimate is keyed by its rendered arguments, so a preset edit is estimated anew.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from app.services.errors import HerdError
+from app.services.fit_estimate import FitEstimate
+from app.services.fit_preview import FitPreview, preview
+from app.services.textsafe import visible
+from app.services.types import ModelInfo
+from app.ui.confirm import ConfirmScreen
+
+if TYPE_CHECKING:
+    from app.ui.app import HerdApp
+
+ESTIMATE_TIMEOUT = 15.0  # a header read over a stalled link: give up and say "fit unknown"
+RETRY_AFTER = 60.0  # an estimate that failed is asked again after this, when something wants it
+LOAD_WAIT = 5.0  # `l` on a model not estimated yet waits this long for it, then loads without asking
+
+Key = tuple[str, str, tuple[str, ...], bool]  # machine, model id, its arguments, whether the machine has a GPU
+
+
+@dataclass(frozen=True)
+class Known:
+    estimate: FitEstimate | None
+    reason: str  # why there is no estimate
+    at: float
+
+
+class FitAdvisor:
+    def __init__(self, app: Callable[[], HerdApp], on_new: Callable[[str], None], clock: Callable[[], float]) -> None:
+        self._app = app
+        self._on_new = on_new  # told the machine whose estimate arrived (the fleet view repaints)
+        self._clock = clock
+        self._known: dict[Key, Known] = {}
+        self._queues: dict[str, list[tuple[Key, ModelInfo]]] = {}
+        self._busy: set[str] = set()  # machines with a worker draining their queue
+        self._arrived = asyncio.Event()
+
+    def _key(self, machine: str, m: ModelInfo) -> Key:
+        stats = self._app().state.get(machine).stats
+        return machine, m.id, m.args, bool(stats and stats.gpus)
+
+    def known(self, machine: str, m: ModelInfo) -> Known | None:
+        return self._known.get(self._key(machine, m))
+
+    def _wanted(self, key: Key) -> bool:
+        k = self._known.get(key)
+        if k is None:
+            return True
+        return k.estimate is None and self._clock() - k.at >= RETRY_AFTER
+
+    def request(self, machine: str, models: Iterable[ModelInfo], running_too: bool = False) -> None:
+        """Queue estimates for the models not known yet. Running ones only when asked: loading them is moot,
+        but the one a load evicts gives its memory back."""
+        if not self._app().fleet.has_fit:
+            return
+        queue = self._queues.setdefault(machine, [])
+        queued = {k for k, _ in queue}
+        for m in models:
+            key = self._key(machine, m)
+            if (running_too or not m.state.running) and key not in queued and self._wanted(key):
+                queue.append((key, m))
+                queued.add(key)
+        if queue and machine not in self._busy:
+            self._busy.add(machine)
+            work = self._drain(machine)
+            self._app().run_worker(work, name=f"fit {machine}", group=f"fit:{machine}", exit_on_error=False)
+
+    def request_all(self) -> None:
+        for machine, st in self._app().state.machines.items():
+            self.request(machine, st.models)
+
+    def pending(self) -> bool:
+        return any(self._queues.values()) or bool(self._busy)
+
+    async def _drain(self, machine: str) -> None:
+        try:
+            queue = self._queues[machine]
+            while queue:
+                key, m = queue[0]
+                try:
+                    async with asyncio.timeout(ESTIMATE_TIMEOUT):
+                        est = await self._app().fleet.fit_estimate(machine, m, key[3])
+                    known = Known(est, "", self._clock())
+                except TimeoutError:
+                    known = Known(None, f"no answer within {ESTIMATE_TIMEOUT:.0f} s", self._clock())
+                except HerdError as e:
+                    known = Known(None, str(e).splitlines()[0] if str(e) else type(e).__name__, self._clock())
+                self._known[key] = known
+                queue.pop(0)
+                self._arrived.set()
+                self._arrived = asyncio.Event()
+                self._on_new(machine)
+        finally:
+            self._busy.discard(machine)
+
+    async def settle(self, timeout: float, done: Callable[[], bool] | None = None) -> None:
+        """Wait until `done()` (default: nothing pending) or `timeout` seconds, whichever first."""
+        finished = done or (lambda: not self.pending())
+        try:
+            async with asyncio.timeout(timeout):
+                while not finished():
+                    await self._arrived.wait()
+        except TimeoutError:
+            return
+
+    def preview(self, machine: str, model_id: str) -> FitPreview:
+        """What is known now of loading `model_id` on `machine`; never waits."""
+        st = self._app().state.get(machine)
+        target = next((m for m in st.models if m.id == model_id), None)
+        k = self.known(machine, target) if target is not None else None
+        victim_est = None
+        est = k.estimate if k else None
+        if est is not None:
+            first = preview(machine, model_id, st.models, st.view.models_max, st.stats, est)
+            victim = next((m for m in st.models if first.evicts and m.id == first.evicts[0]), None)
+            vk = self.known(machine, victim) if victim is not None else None
+            victim_est = vk.estimate if vk else None
+        if not self._app().fleet.has_fit:
+            reason = "no model headers to read here"
+        else:
+            reason = k.reason if k else ("estimating" if self.pending() else "not estimated yet")
+        return preview(machine, model_id, st.models, st.view.models_max, st.stats, est, reason, victim_est)
+
+    def load_asking(self, machine: str, model_id: str, load: Callable[[str, str], None]) -> None:
+        """`l`: load at once when the estimate says it fits without evicting; ask first when it will not fit or
+        will evict something; load with a quiet "fit unknown" when there is no estimate to go by. Decided at once
+        when nothing has to be read first; otherwise in a worker that waits for the estimate (at most LOAD_WAIT)."""
+        st = self._app().state.get(machine)
+        target = next((m for m in st.models if m.id == model_id), None)
+        if target is None or not self._app().fleet.has_fit or self.known(machine, target) is not None:
+            self._decide(machine, model_id, load)
+            return
+
+        async def estimate_then_decide() -> None:
+            assert target is not None
+            self.request(machine, [target])
+            # the running models too: the one a load evicts gives its memory back
+            self.request(machine, [m for m in st.models if m.state.running], running_too=True)
+            await self.settle(LOAD_WAIT, lambda: self.known(machine, target) is not None)
+            self._decide(machine, model_id, load)
+
+        name = f"fit-check {model_id}"
+        self._app().run_worker(estimate_then_decide(), name=name, group=f"fit-check:{machine}", exit_on_error=False)
+
+    def _decide(self, machine: str, model_id: str, load: Callable[[str, str], None]) -> None:
+        p = self.preview(machine, model_id)
+        if not p.ask:
+            if p.verdict == "unknown" and self._app().fleet.has_fit:
+                note = p.line.split(" · ")[0]
+                self._app().notify(f"{model_id} on {machine}: {note}", title="load", timeout=4, markup=False)
+            load(machine, model_id)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                load(machine, model_id)
+
+        title = f"load {visible(model_id)} on {visible(machine)}?"
+        self._app().push_screen(ConfirmScreen(title, p.question + "\n\n" + p.line, yes="Load"), answered)
+
+
+def default_clock() -> float:
+    return time.monotonic()
