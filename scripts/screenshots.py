@@ -348,6 +348,7 @@ class Director:
 
         await pilot.press("f")
         await until(pilot, "the fleet view", lambda: len(app.dashboard.fleet_table.rows_now) == sum(counts.values()))
+        await until(pilot, "the fit verdicts", lambda: not app.dashboard.fit.pending())  # made in workers
         await self.shoot("fleet.svg")
         await pilot.press("f")
 

@@ -159,7 +159,9 @@ class DashboardScreen(Screen[None]):
     def _show_fleet(self) -> None:
         machines = self.herd.state.machines
         down = frozenset(n for n, st in machines.items() if is_down(st.view))
-        self.fleet_table.show({n: st.models for n, st in machines.items()}, down)
+        self.fit.request_all()  # the fit column: estimates made in workers, shown as they come (_fit_arrived)
+        fits = {n: self.fit.fit_words(n) for n in machines}
+        self.fleet_table.show({n: st.models for n, st in machines.items()}, down, fits)
 
     def _paint_title(self) -> None:
         sts = list(self.herd.state.machines.values())

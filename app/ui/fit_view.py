@@ -46,6 +46,7 @@ class FitAdvisor:
         self._queues: dict[str, list[tuple[Key, ModelInfo]]] = {}
         self._busy: set[str] = set()  # machines with a worker draining their queue
         self._arrived = asyncio.Event()
+        self._words: dict[str, tuple[tuple[object, ...], dict[str, str]]] = {}
 
     def _key(self, machine: str, m: ModelInfo) -> Key:
         stats = self._app().state.get(machine).stats
@@ -133,6 +134,24 @@ class FitAdvisor:
             reason = k.reason if k else ("estimating" if self.pending() else "not estimated yet")
         return preview(machine, model_id, st.models, st.view.models_max, st.stats, est, reason, victim_est)
 
+    def fit_words(self, machine: str) -> dict[str, str]:
+        """Per model not running: its verdict in a word ("fits", "tight", "no", "?" when unknown), for the fleet
+        view. Remembered until the machine's models, stats or what is known change: the view repaints often."""
+        st = self._app().state.get(machine)
+        stamp = (id(st.models), id(st.stats), st.view.models_max, len(self._known), self._app().fleet.has_fit)
+        hit = self._words.get(machine)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        words: dict[str, str] = {}
+        for m in st.models:
+            if m.state.running:
+                continue
+            k = self.known(machine, m)
+            words[m.id] = "?" if k is None or k.estimate is None else self.preview(machine, m.id).verdict
+        words = {mid: ("?" if w == "unknown" else w) for mid, w in words.items()}
+        self._words[machine] = (stamp, words)
+        return words
+
     def load_asking(self, machine: str, model_id: str, load: Callable[[str, str], None]) -> None:
         """`l`: load at once when the estimate says it fits without evicting; ask first when it will not fit or
         will evict something; load with a quiet "fit unknown" when there is no estimate to go by. Decided at once
@@ -168,7 +187,8 @@ class FitAdvisor:
                 load(machine, model_id)
 
         title = f"load {visible(model_id)} on {visible(machine)}?"
-        self._app().push_screen(ConfirmScreen(title, p.question + "\n\n" + p.line, yes="Load"), answered)
+        body = p.question + "\n\n" + "\n".join(p.line.split(" · "))
+        self._app().push_screen(ConfirmScreen(title, body, yes="Load"), answered)
 
 
 def default_clock() -> float:

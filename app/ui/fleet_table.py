@@ -1,4 +1,5 @@
-"""The fleet view: every model on every machine in one table, with a machine column."""
+"""The fleet view: every model on every machine in one table, with a machine column and, beside the status, the
+fit verdict of each model not running on its machine ("fits on": read down the column for a model's rows)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from typing import Any
 
 from app.services.textsafe import visible
 from app.services.types import ModelInfo
-from app.ui.format import DIM
+from app.ui.format import BAD, BUSY, DIM, OK
 from app.ui.glyphs import Glyphs
 from app.ui.models import MODEL_COLUMNS, CellSpec, Col, KeyedTable, Row, matches
 
 SEP = "\x1f"  # between machine and model in a row key; neither name can hold it
+FIT_STYLE = {"fits": (OK, 0), "tight": (BUSY, 1), "no": (BAD, 2), "?": (DIM, 3)}
 
 
 def fleet_key(machine: str, model: str) -> str:
@@ -20,14 +22,23 @@ def fleet_key(machine: str, model: str) -> str:
 
 class FleetTable(KeyedTable):
     def __init__(self, glyphs: Glyphs, **kw: Any) -> None:
-        super().__init__((Col("machine", "machine"), *MODEL_COLUMNS), glyphs, **kw)
+        model, status, *rest = MODEL_COLUMNS
+        super().__init__((Col("machine", "machine"), model, status, Col("fit", "fit"), *rest), glyphs, **kw)
         self.sources: dict[str, tuple[ModelInfo, ...]] = {}
+        self.fits: dict[str, Mapping[str, str]] = {}
         self.down: frozenset[str] = frozenset()
         self.border_title = "fleet: every model on every machine"
 
-    def show(self, sources: Mapping[str, tuple[ModelInfo, ...]], down: frozenset[str] = frozenset()) -> None:
+    def show(
+        self,
+        sources: Mapping[str, tuple[ModelInfo, ...]],
+        down: frozenset[str] = frozenset(),
+        fits: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
+        """`fits`: per machine, per model not running, its verdict word (fits, tight, no, ?)."""
         self.sources = dict(sources)
         self.down = down
+        self.fits = dict(fits or {})
         self.refresh_rows()
 
     def desired_rows(self) -> dict[str, Row]:
@@ -41,7 +52,10 @@ class FleetTable(KeyedTable):
                     # Sorted by machine, a machine's models keep the order of their ids.
                     mcell = CellSpec(shown, style, (machine.lower(), m.id.lower()))
                     key = fleet_key(machine, m.id)
-                    out[key] = (mcell, *self.cells(m, g, w, narrow, key))
+                    model, status, *rest = self.cells(m, g, w, narrow, key)
+                    word = self.fits.get(machine, {}).get(m.id, "")
+                    style, rank = FIT_STYLE.get(word, ("", 4))
+                    out[key] = (mcell, model, status, CellSpec(word, style, (rank, m.id.lower())), *rest)
         return out
 
     def selected(self) -> tuple[str, str] | None:

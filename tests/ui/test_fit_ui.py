@@ -9,6 +9,7 @@ from typing import Any
 from app.services.fit_estimate import FitEstimate, Part
 from app.ui.app import HerdApp
 from app.ui.confirm import ConfirmScreen
+from app.ui.fleet_table import fleet_key
 from tests.ui.screen import record_notifications, screen_text, wait_for
 from tests.ui.standin import StandInFleet, demo_fleet
 from tests.ui.test_dashboard import SIZE, app_for
@@ -157,3 +158,30 @@ async def test_load_with_unknown_fit_loads_and_says_so_quietly() -> None:
         severity, _, message = notes[0]
         assert severity == "information" and "fit unknown (mistral-7b.gguf: missing)" in message
         assert not isinstance(app.screen, ConfirmScreen)
+
+
+async def test_fleet_view_fit_column_shows_each_verdict_as_estimates_arrive() -> None:
+    fleet = demo_fleet()
+    fleet.estimates = {
+        ("workstation", "mistral-7b"): est(6.0),  # 41 GiB free: fits
+        ("gpu-box", "phi-4"): est(30.0),  # 24 GiB free: no
+        ("workstation", "broken"): "broken.gguf: not a readable GGUF file",
+    }
+    app = app_for(fleet)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("f")
+        table = app.dashboard.fleet_table
+        fit = [c.key for c in table.cols].index("fit")
+
+        def word(machine: str, model: str) -> str:
+            row = table.rows_now.get(fleet_key(machine, model))
+            return row[fit].text if row else "(no row)"
+
+        await wait_for(pilot, lambda: word("workstation", "mistral-7b") == "fits")
+        await wait_for(pilot, lambda: word("gpu-box", "phi-4") == "no")
+        assert word("workstation", "broken") == "?"
+        assert word("gpu-box", "llama-3.3-70b") == ""  # running: nothing to load
+        assert all(in_worker for _, _, in_worker in fleet.estimate_calls)
+        # at 80 columns the column is on screen beside the status
+        assert "fit" in screen_text(app).split("fleet: every model")[1].splitlines()[1]
