@@ -234,6 +234,9 @@ class ShotFleet:
     async def fit_estimate(self, machine: str, model: ModelInfo, has_gpu: bool) -> FitEstimate:
         return await self.fleet.fit_estimate(machine, model, has_gpu)
 
+    async def file_estimate(self, machine: str, model: DiscoveredModel, has_gpu: bool) -> FitEstimate:
+        return await self.fleet.file_estimate(machine, model, has_gpu)
+
     async def read_preset(self, machine: str) -> PresetSnapshot:
         return await self.fleet.read_preset(machine)
 

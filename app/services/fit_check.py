@@ -102,6 +102,13 @@ async def estimate_model(m: Machine, target: ModelInfo, has_gpu: bool) -> FitEst
     return await _estimate_for(m, setup_from_args(target.args, has_gpu), None)
 
 
+async def estimate_section(m: Machine, section: dict[str, str], has_gpu: bool) -> FitEstimate:
+    """The estimate for a preset section not written yet (the model files screen's new section): its keys are
+    the long flags the router would render (`ctx-size = 4096` is `--ctx-size 4096`)."""
+    args = [a for key, value in section.items() for a in (f"--{key}", value)]
+    return await _estimate_for(m, setup_from_args(args, has_gpu), None)
+
+
 async def check_machine(m: Machine, model: str, ctx: int | None = None) -> FitReport:
     """The verdict for `model` on machine `m` (connected here; the caller closes it)."""
     report = FitReport(m.name, model)

@@ -19,7 +19,9 @@ GIB = float(1 << 30)
 
 def gib(n: int) -> str:
     """Binary units an operator reads at a glance: 9.1 GiB, or 312 MiB below one GiB (a small model is not 0.0)."""
-    return f"{n / GIB:.1f} GiB" if abs(n) >= GIB else f"{n / (1 << 20):.0f} MiB"
+    if abs(n) >= GIB:
+        return f"{n / GIB:.1f} GiB"
+    return f"{n / (1 << 20):.0f} MiB" if abs(n) >= 1 << 20 else f"{n / 1024:.0f} KiB"
 
 
 @dataclass(frozen=True)
@@ -101,3 +103,16 @@ def preview(
             said += "; it does not fit" + (" even then" if freed else "")
         question = said + ". Load anyway?"
     return FitPreview(v.verdict, " · ".join(parts), ev.evicts, question)
+
+
+def file_line(machine: str, est: FitEstimate, stats: HostStats | None) -> str:
+    """The estimate of a file before it is added, and what it would meet on the machine now."""
+    projector = f" + projector {gib(est.projector.bytes)}" if est.projector.bytes else ""
+    line = (
+        f"estimate ~{gib(est.total)}: weights {gib(est.weights.bytes)} + KV {gib(est.kv.bytes)} (ctx {est.n_ctx})"
+        f" + compute {gib(est.compute.bytes)}{projector}"
+    )
+    if stats is None:
+        return line + f" · free memory on {machine} not known yet"
+    v = verdict(est, capacity(stats))
+    return line + f" · {v.verdict} on {machine}: needs {gib(v.need)} of {gib(v.free)} free {v.where}"

@@ -10,7 +10,7 @@ from app.errors import ConfigError
 from app.services import model_files
 from app.services.discovery import DiscoveredModel, Discovery
 from app.services.errors import FitUnknown, HerdError, RouterError
-from app.services.fit_check import estimate_model
+from app.services.fit_check import estimate_model, estimate_section
 from app.services.fit_estimate import FitEstimate, FitInputError
 from app.services.loading import LOAD_TIMEOUT, ensure_loaded
 from app.services.logs import skipped_marker
@@ -178,6 +178,14 @@ class Fleet:
         """The memory estimate of one of the machine's models under its rendered arguments (a header read)."""
         try:
             return await estimate_model(self.machine(machine), model, has_gpu)
+        except (FitInputError, OSError) as e:
+            raise FitUnknown(str(e) or type(e).__name__) from e
+
+    async def file_estimate(self, machine: str, model: DiscoveredModel, has_gpu: bool) -> FitEstimate:
+        """The estimate for a model file not in the preset yet, under the section the files screen would add."""
+        try:
+            section = await self.new_section(machine, model)
+            return await estimate_section(self.machine(machine), section, has_gpu)
         except (FitInputError, OSError) as e:
             raise FitUnknown(str(e) or type(e).__name__) from e
 

@@ -24,7 +24,10 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Static
 from app.config import Config
 from app.services.discovery import DiscoveredModel, Discovery
 from app.services.errors import HerdError, PresetError, SectionExists
+from app.services.fit_estimate import FitEstimate
+from app.services.fit_preview import file_line
 from app.services.preset_store import PresetConflict, PresetPlan, PresetResult, PresetSnapshot, add_section
+from app.ui.file_fit import estimate_text, host_stats
 from app.ui.file_rows import FileRow, base_dir, file_rows, row_hint, shown_path
 from app.ui.format import BAD, BUSY, DIM, human_bytes
 from app.ui.plain import plain, safe_text
@@ -65,6 +68,8 @@ class ModelFilesFleet(PresetFleet, Protocol):
     async def discover_models(self, machine: str) -> Discovery: ...
 
     async def new_section(self, machine: str, model: DiscoveredModel) -> dict[str, str]: ...
+
+    async def file_estimate(self, machine: str, model: DiscoveredModel, has_gpu: bool) -> FitEstimate: ...
 
 
 class ModelFilesScreen(ModalScreen[PresetResult | None]):
@@ -113,6 +118,7 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
         self.mode = FilesMode.LOADING
         self.busy = False
         self._error_row: str | None = None  # the row a refusal was about: moving off it clears the refusal
+        self.estimates: dict[str, str] = {}  # row key -> the estimate's line (or why there is none)
 
     # ---- layout ----
 
@@ -260,8 +266,23 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
         if row is None:
             hint.display = False
             return
-        hint.update(plain(row_hint(row, self.snapshot), multiline=True))
+        text = row_hint(row, self.snapshot)
+        if row.model is not None:
+            text += "\n" + estimate_text(self.estimates.get(row.key))
+            if row.key not in self.estimates:
+                self._estimate(row.key, row.model)
+        hint.update(plain(text, multiline=True))
         hint.display = True
+
+    @work(exclusive=True, group="model-files-fit", exit_on_error=False)  # the header read: off the UI's path
+    async def _estimate(self, key: str, model: DiscoveredModel) -> None:
+        stats = host_stats(self.app, self.machine)
+        try:
+            est = await self.fleet.file_estimate(self.machine, model, bool(stats and stats.gpus))
+            self.estimates[key] = file_line(self.machine, est, stats)
+        except HerdError as e:
+            self.estimates[key] = f"estimate unknown: {e}"
+        self._show_hint()
 
     @on(DataTable.RowHighlighted, "#mf-table")
     def _row_moved(self) -> None:

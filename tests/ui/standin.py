@@ -159,6 +159,9 @@ class StandInFleet:
     async def new_section(self, machine: str, model: DiscoveredModel) -> dict[str, str]:
         raise NotOffered("the stand-in fleet has no model files")
 
+    async def file_estimate(self, machine: str, model: DiscoveredModel, has_gpu: bool) -> FitEstimate:
+        raise NotOffered("the stand-in fleet has no model files")
+
 
 # ---- a small, believable fleet ----
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from textual.app import App
 from textual.pilot import Pilot
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from app.config import Config, MachineConfig
 from app.services.fleet import Fleet
@@ -247,3 +247,21 @@ async def test_a_machine_without_models_dirs_says_so(tmp_path: Path, monkeypatch
             await wait_for(pilot, lambda: bool(host.results))
     finally:
         await fleet.close()
+
+
+async def test_the_selected_file_shows_its_estimate_before_it_is_added(here: Here) -> None:
+    host = FilesHost(here.fleet)
+    async with host.run_test(size=SIZE) as pilot:
+        screen = await listed(host, pilot)
+        await cursor_to(pilot, screen, "delta-00001-of-00002.gguf")
+
+        def hint() -> str:
+            return " ".join(str(screen.query_one("#mf-hint", Static).render()).split())
+
+        await wait_for(pilot, lambda: "estimate ~" in hint())
+        assert "weights" in hint() and "KV" in hint() and "free memory on here not known yet" in hint()
+        # the weights are both parts of the split model, as the server loads them
+        parts = sorted(here.models.glob("delta-*.gguf"))
+        model = next(r.model for r in screen.rows.values() if r.model and r.model.name == "delta")
+        est = await here.fleet.file_estimate("here", model, has_gpu=False)
+        assert est.weights.bytes == sum(p.stat().st_size for p in parts) and est.kv.bytes > 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.services.fit_preview import preview
+from app.services.fit_preview import file_line, preview
 from app.services.types import ModelState
 from tests.unit.test_fit_capacity import est, m, stats
 
@@ -43,3 +43,10 @@ def test_unknown_fit_asks_only_for_an_eviction() -> None:
 def test_a_running_model_has_nothing_to_load() -> None:
     p = preview("box", "b", [m("b", ModelState.LOADED)], 1, None, None)
     assert p.verdict == "running" and not p.ask
+
+
+def test_file_line_gives_the_estimate_and_what_it_meets() -> None:
+    line = file_line("box", est(3 * GIB), stats(used=8 * GIB, total=10 * GIB))
+    assert line.startswith("estimate ~3.0 GiB: weights 3.0 GiB + KV 0 KiB (ctx 256)")
+    assert line.endswith("no on box: needs 3.0 GiB of 2.0 GiB free RAM")
+    assert "not known yet" in file_line("box", est(3 * GIB), None)
