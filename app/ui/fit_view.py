@@ -98,8 +98,9 @@ class FitAdvisor:
                     known = Known(None, f"no answer within {ESTIMATE_TIMEOUT:.0f} s", self._clock())
                 except HerdError as e:
                     known = Known(None, str(e).splitlines()[0] if str(e) else type(e).__name__, self._clock())
+                finally:
+                    queue.pop(0)  # an unexpected failure goes to the app's worker handler, not round again
                 self._known[key] = known
-                queue.pop(0)
                 self._arrived.set()
                 self._arrived = asyncio.Event()
                 self._on_new(machine)
@@ -171,7 +172,9 @@ class FitAdvisor:
             self._decide(machine, model_id, load)
 
         name = f"fit-check {model_id}"
-        self._app().run_worker(estimate_then_decide(), name=name, group=f"fit-check:{machine}", exit_on_error=False)
+        # exclusive: `l` pressed again while the first waits replaces it, so one press is one load (or one question)
+        work = estimate_then_decide()
+        self._app().run_worker(work, name=name, group=f"fit-check:{machine}", exclusive=True, exit_on_error=False)
 
     def _decide(self, machine: str, model_id: str, load: Callable[[str, str], None]) -> None:
         p = self.preview(machine, model_id)
