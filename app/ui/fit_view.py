@@ -19,6 +19,7 @@ from app.services.fit_preview import FitPreview, preview
 from app.services.textsafe import visible
 from app.services.types import ModelInfo
 from app.ui.confirm import ConfirmScreen
+from app.ui.format import is_down
 
 if TYPE_CHECKING:
     from app.ui.app import HerdApp
@@ -79,8 +80,11 @@ class FitAdvisor:
             self._app().run_worker(work, name=f"fit {machine}", group=f"fit:{machine}", exit_on_error=False)
 
     def request_all(self) -> None:
+        """Every machine's models not running, but not on a machine known to be down: each read would wait out
+        ESTIMATE_TIMEOUT there (`l` on one of its models still asks, and says why it is unknown)."""
         for machine, st in self._app().state.machines.items():
-            self.request(machine, st.models)
+            if not is_down(st.view):
+                self.request(machine, st.models)
 
     def pending(self) -> bool:
         return any(self._queues.values()) or bool(self._busy)
