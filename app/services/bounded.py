@@ -17,6 +17,7 @@ MAX_ERROR_BYTES = 64 * 1024  # an error answer is a sentence; more is cut
 MAX_SSE_LINE = 1024 * 1024
 MAX_SSE_EVENT = 4 * 1024 * 1024
 MAX_LOG_LINE = 16 * 1024  # longer log lines are cut and marked
+MAX_COMMAND_OUTPUT = 16 * 1024 * 1024  # what one remote command may send back (a preset, /proc of a busy host)
 CUT_MARK = " …[cut: line longer than {limit} bytes]"
 
 

@@ -2,8 +2,9 @@
 SFTP session and log tail.
 
 Nothing on the far side is assumed beyond a POSIX shell, coreutils/findutils and /proc (and llama-server):
-no python3, no agent of ours. Every command is an argv list joined with shlex.quote; where a shell script is
-needed it is a constant and user values reach it only as positional parameters ("$1", "$2", ...).
+no python3, nothing installed. Short commands go through one remote shell per connection (ssh_agent.py), or
+one ssh session each where that shell cannot run. Every command is an argv list joined with shlex.quote; where a
+shell script is needed it is a constant (ssh_scripts.py) and user values reach it only as positional parameters.
 
 The connection is kept up by ssh_link.py (host-key policy in ssh_hostkeys.py); port forwards are ssh_forward.py.
 """
@@ -25,9 +26,25 @@ import asyncssh
 from app.services import probes
 from app.services.bounded import MAX_LOG_LINE, LineSplitter, log_text
 from app.services.errors import TransportError, WriteFailed
+from app.services.ssh_agent import AgentDown, AgentKeeper
 from app.services.ssh_forward import PortForwards
 from app.services.ssh_hostkeys import describe
 from app.services.ssh_link import KEEPALIVE_EVERY, SshLink, SshTarget
+from app.services.ssh_scripts import (
+    ARG_LIMIT,
+    ENV_SCRIPT,
+    HEAD_SCRIPT,
+    MISSING,
+    PORTS_SCRIPT,
+    READ_SCRIPT,
+    RENAME_SCRIPT,
+    START_TIME_SCRIPT,
+    STAT_SCRIPT,
+    TAIL_CHUNK,
+    TAIL_SCRIPT,
+    TREE_SCRIPT,
+    WRITE_SCRIPT,
+)
 from app.services.transport import (
     Transport,
     expand_template,
@@ -41,34 +58,6 @@ from app.services.write_errors import DIAGNOSE_SCRIPT, diagnosed_cause, sftp_cau
 # OpenSSH's default MaxSessions is 10 per connection; long-lived tails and SFTP use some, so short commands
 # are capped below it rather than being refused by the server under load.
 MAX_COMMANDS = 6
-_MISSING = 44  # exit code our scripts use for "no such file"
-
-_START_TIME_SCRIPT = 'getconf CLK_TCK 2>/dev/null || echo 100; grep "^btime " /proc/stat; cat "/proc/$1/stat"'
-_TREE_SCRIPT = "getconf PAGESIZE 2>/dev/null || echo 4096; cat /proc/[0-9]*/stat 2>/dev/null; exit 0"
-_PORTS_SCRIPT = "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; exit 0"
-_ENV_SCRIPT = 'printf "%s\\n%s" "$HOME" "${XDG_STATE_HOME-}"'
-_READ_SCRIPT = f'[ -e "$1" ] || exit {_MISSING}; exec cat -- "$1"'
-_HEAD_SCRIPT = f'[ -e "$2" ] || exit {_MISSING}; exec head -c "$1" -- "$2"'
-_STAT_SCRIPT = f'[ -e "$1" ] || exit {_MISSING}; exec find -L "$1" -maxdepth 0 -printf "%s %T@ %m\\n"'
-_RENAME_SCRIPT = f'[ -e "$1" ] || [ -L "$1" ] || exit {_MISSING}; exec mv -f -- "$1" "$2"'
-# The base64 fallback when the server has no SFTP subsystem: the data rides as an argument of sh -c (or on
-# stdin when too big for one argument: Linux caps a single argument at 128 KiB), never inside shell text, and
-# never through a heredoc, so no INI value depends on two layers of quoting. The far side says what it wrote.
-_WRITE_SCRIPT = """p=$1; mode=$2
-d=$(dirname -- "$p")
-mkdir -p -- "$d" || exit 1
-tmp=$(mktemp "$d/.llamaherd.XXXXXX") || exit 1
-if [ "$#" -ge 3 ]; then printf %s "$3" | base64 -d >"$tmp"; else base64 -d >"$tmp"; fi &&
-  chmod "$mode" "$tmp" && mv -f -- "$tmp" "$p" && printf "%s\\n" "$p" && exit 0
-rm -f -- "$tmp"
-exit 1
-"""
-_ARG_LIMIT = 96 * 1024
-# tail -F until our side goes away: closing the channel does not stop a remote command that never writes
-# (an idle log), so the wrapper waits for stdin to close (our EOF, or sshd closing it when the link drops)
-# and then stops tail itself.
-TAIL_CHUNK = 1 << 18  # bytes per read of a remote tail
-_TAIL_SCRIPT = 'tail -n "$1" -F -- "$2" 2>/dev/null & t=$!; cat >/dev/null; kill "$t" 2>/dev/null; exit 0'
 
 
 def _bytes(out: bytes | str | None) -> bytes:
@@ -99,6 +88,7 @@ class SshTransport(Transport):
         ssh_config: str | None = None,
         connect_timeout: float = 5.0,
         keepalive_interval: float = KEEPALIVE_EVERY,
+        agent: bool = True,
     ) -> None:
         super().__init__(name)
         if ssh_config is None:
@@ -120,6 +110,7 @@ class SshTransport(Transport):
         )
         self._link = SshLink(self.target, lambda: (self.state, self.state_reason), self._set_state)
         self._commands = asyncio.Semaphore(MAX_COMMANDS)
+        self.agent = AgentKeeper(name, enabled=agent)
         self._env: tuple[str, str | None] | None = None
         self._env_of = 0  # the connection (by count) _env was read on
         self._forwards = PortForwards(self._open_channel)
@@ -148,6 +139,7 @@ class SshTransport(Transport):
     async def close(self) -> None:
         await self._link.stop_reconnecting()
         self._forwards.close()
+        await self.agent.close()
         await self._link.close()
 
     # ---- commands ----
@@ -156,6 +148,10 @@ class SshTransport(Transport):
         self, command: str, *, input: bytes | None = None, timeout: float | None = 30, what: str = ""
     ) -> RunResult:
         conn = await self.ensure_connected()
+        agent = await self.agent.get(conn) if input is None else None
+        if agent is not None:
+            with contextlib.suppress(AgentDown):  # not sent: the agent is gone, so one session for this one
+                return await agent.run(command, timeout=timeout, what=what)
         async with self._commands:
             proc: asyncssh.SSHClientProcess[bytes] | None = None
             try:
@@ -223,7 +219,7 @@ class SshTransport(Transport):
         return await self._start_time(pid, live_only=True)
 
     async def _start_time(self, pid: int, *, live_only: bool) -> float | None:
-        res = await self._sh(_START_TIME_SCRIPT, str(int(pid)), what="process start time")
+        res = await self._sh(START_TIME_SCRIPT, str(int(pid)), what="process start time")
         lines = res.stdout.decode(errors="replace").splitlines()
         if not res.ok or len(lines) < 3:
             return None
@@ -242,7 +238,7 @@ class SshTransport(Transport):
         return res.ok
 
     async def process_tree_rss(self, pid: int) -> int | None:
-        res = await self._sh(_TREE_SCRIPT, what="process list")
+        res = await self._sh(TREE_SCRIPT, what="process list")
         first, _, rest = res.stdout.decode(errors="replace").partition("\n")
         try:
             page = int(first.strip())
@@ -260,16 +256,16 @@ class SshTransport(Transport):
         return TransportError(f"{self.name}: {what} {path}: {detail}")
 
     async def read_file(self, path: str) -> bytes:
-        res = await self._sh(_READ_SCRIPT, path, what="read")
-        if res.returncode == _MISSING:
+        res = await self._sh(READ_SCRIPT, path, what="read")
+        if res.returncode == MISSING:
             raise self._missing(path)
         if not res.ok:
             raise self._failed("cannot read", path, res)
         return res.stdout
 
     async def read_head(self, path: str, n: int) -> bytes:
-        res = await self._sh(_HEAD_SCRIPT, str(max(0, int(n))), _fs_arg(path), what="read")
-        if res.returncode == _MISSING:
+        res = await self._sh(HEAD_SCRIPT, str(max(0, int(n))), _fs_arg(path), what="read")
+        if res.returncode == MISSING:
             raise self._missing(path)
         if not res.ok:
             raise self._failed("cannot read", path, res)
@@ -289,10 +285,10 @@ class SshTransport(Transport):
             return
         b64 = base64.b64encode(data).decode("ascii")
         args = [path, format(mode & 0o7777, "o")]
-        if len(b64) <= _ARG_LIMIT:
-            res = await self._sh(_WRITE_SCRIPT, *args, b64, what="write")
+        if len(b64) <= ARG_LIMIT:
+            res = await self._sh(WRITE_SCRIPT, *args, b64, what="write")
         else:
-            res = await self._sh(_WRITE_SCRIPT, *args, input=b64.encode("ascii"), what="write")
+            res = await self._sh(WRITE_SCRIPT, *args, input=b64.encode("ascii"), what="write")
         if not res.ok:
             raise WriteFailed(self.name, path, stderr_cause(res.stderr.decode(errors="replace")))
         wrote = res.stdout.decode(errors="replace").rstrip("\n")
@@ -328,8 +324,8 @@ class SshTransport(Transport):
             raise
 
     async def stat(self, path: str) -> FileInfo | None:
-        res = await self._sh(_STAT_SCRIPT, _fs_arg(path), what="stat")
-        if res.returncode == _MISSING:
+        res = await self._sh(STAT_SCRIPT, _fs_arg(path), what="stat")
+        if res.returncode == MISSING:
             return None
         if not res.ok:
             raise self._failed("cannot stat", path, res)
@@ -345,8 +341,8 @@ class SshTransport(Transport):
             raise self._failed("cannot remove", path, res)
 
     async def rename(self, src: str, dst: str) -> None:
-        res = await self._sh(_RENAME_SCRIPT, src, dst, what="rename")
-        if res.returncode == _MISSING:
+        res = await self._sh(RENAME_SCRIPT, src, dst, what="rename")
+        if res.returncode == MISSING:
             raise self._missing(src)
         if not res.ok:
             raise self._failed("cannot rename", src, res)
@@ -374,7 +370,7 @@ class SshTransport(Transport):
     async def _remote_env(self) -> tuple[str, str | None]:
         # Read once per connection: $HOME and $XDG_STATE_HOME as that machine's shell sees them.
         if self._env is None or self._env_of != self._link.connects:
-            res = await self._sh(_ENV_SCRIPT, what="environment")
+            res = await self._sh(ENV_SCRIPT, what="environment")
             if not res.ok:
                 raise self._failed("cannot read", "$HOME", res)
             home, _, xdg = res.stdout.decode(errors="replace").partition("\n")
@@ -392,7 +388,7 @@ class SshTransport(Transport):
     # ---- network ----
 
     async def free_port(self) -> int:
-        res = await self._sh(_PORTS_SCRIPT, what="port list")
+        res = await self._sh(PORTS_SCRIPT, what="port list")
         return pick_free_port(probes.parse_proc_net_tcp(res.stdout.decode(errors="replace")))
 
     async def forward_port(self, remote_port: int) -> int:
@@ -417,7 +413,7 @@ class SshTransport(Transport):
         grows, that window fills and the remote `tail` blocks on its pipe, while the other channels of the
         connection (router events, commands) keep flowing."""
         conn = await self.ensure_connected()
-        cmd = shlex.join(["sh", "-c", _TAIL_SCRIPT, "sh", str(max(0, int(lines))), path])
+        cmd = shlex.join(["sh", "-c", TAIL_SCRIPT, "sh", str(max(0, int(lines))), path])
         try:
             proc = await conn.create_process(cmd, encoding=None, stderr=asyncssh.DEVNULL)
         except (asyncssh.Error, OSError) as e:

@@ -1,0 +1,85 @@
+"""The remote half of the ssh agent (ssh_agent.py): one POSIX `sh` started once per connection that runs the
+commands llamaherd would otherwise open one ssh session each for.
+
+Protocol (all text lines on the agent's stdin/stdout):
+- request: `R <id> <n>` then the n lines of a shell command (as an ssh exec request would carry it);
+  kill: `K <id>` stops a request still running (its whole process tree), used when the caller timed out.
+- answer: `@@llamaherd-agent <id> <rc> <out> <err> <out_total> <err_total>` then exactly <out> bytes of stdout
+  and <err> bytes of stderr; <out>/<err> are cut at OUTPUT_LIMIT, the totals say what the command wrote.
+- at start: `@@llamaherd-agent ready <pid>`.
+Each request runs in the background (several in flight; a slow one blocks nobody); its output goes to files in
+a private 0700 directory and one emitter loop sends finished answers one at a time, so answers never interleave.
+Nothing here is built from outside values: the commands arrive as data and are run by `eval` in a subshell,
+exactly as sshd would hand them to a shell. A job gets no copy of the agent's pipes (stdin /dev/null, fd 3
+closed), so a process it leaves running (a router started detached) holds nothing of the agent's.
+A stopped request leaves its files (the emitter may be sending its answer right then) until the agent ends.
+When stdin ends (our side closed the channel, or sshd did when the link dropped) the agent stops the requests
+still running and removes its directory.
+"""
+
+from __future__ import annotations
+
+from app.services.bounded import MAX_COMMAND_OUTPUT
+
+MARK = "@@llamaherd-agent"
+OUTPUT_LIMIT = MAX_COMMAND_OUTPUT
+
+AGENT_SCRIPT = f"""umask 077
+d=$(mktemp -d "${{TMPDIR:-/tmp}}/llamaherd-agent.XXXXXX") || exit 1
+mkfifo "$d/done" || {{ rm -rf "$d"; exit 1; }}
+tree() {{
+  all=" $1 "; grew=1
+  while [ "$grew" = 1 ]; do
+    grew=0
+    for s in /proc/[0-9]*/stat; do
+      IFS= read -r l 2>/dev/null <"$s" || continue
+      p=${{s#/proc/}}; p=${{p%/stat}}
+      case $all in *" $p "*) continue ;; esac
+      set -- ${{l##*) }}
+      case $all in *" $2 "*) all="$all$p "; grew=1 ;; esac
+    done
+  done
+  echo $all
+}}
+stop() {{
+  [ -e "$d/$1.o" ] && [ ! -e "$d/$1.r" ] && IFS= read -r p <"$d/$1.p" 2>/dev/null && kill $(tree "$p") 2>/dev/null
+}}
+quit() {{
+  for f in "$d"/*.o; do [ -e "$f" ] || continue; f=${{f##*/}}; stop "${{f%.o}}"; done 2>/dev/null
+  rm -rf "$d"
+}}
+(
+  trap '' PIPE
+  while IFS= read -r id; do
+    rc=255; read -r rc <"$d/$id.r"
+    o=$(wc -c <"$d/$id.o"); e=$(wc -c <"$d/$id.e")
+    so=$((o > {OUTPUT_LIMIT} ? {OUTPUT_LIMIT} : o)); se=$((e > {OUTPUT_LIMIT} ? {OUTPUT_LIMIT} : e))
+    printf '{MARK} %s %s %s %s %s %s\\n' "$id" "$rc" $so $se $o $e || exit 1
+    head -c {OUTPUT_LIMIT} "$d/$id.o" && head -c {OUTPUT_LIMIT} "$d/$id.e" || exit 1
+    rm -f "$d/$id".*
+  done <"$d/done"
+) &
+exec 3>"$d/done"
+trap quit EXIT
+trap 'exit 1' HUP INT TERM
+echo "{MARK} ready $$"
+while IFS= read -r h; do
+  set -- $h
+  case $1 in
+    K) stop "$2" ;;
+    R)
+      id=$2; n=$3; c=
+      while [ "$n" -gt 0 ]; do
+        IFS= read -r l || exit 0
+        c="$c$l
+"
+        n=$((n - 1))
+      done
+      : >"$d/$id.o"
+      ( ( eval "$c" ) </dev/null >"$d/$id.o" 2>"$d/$id.e" 3>&-; echo "$?" >"$d/$id.r"; echo "$id" >&3 ) &
+      echo "$!" >"$d/$id.p"
+      [ -e "$d/$id.o" ] || rm -f "$d/$id.p"
+      ;;
+  esac
+done
+"""

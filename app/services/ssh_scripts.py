@@ -1,0 +1,33 @@
+"""The constant shell scripts SshTransport runs on the far side. No value from outside is ever part of their text:
+values reach them only as positional parameters ("$1", "$2", ...)."""
+
+from __future__ import annotations
+
+MISSING = 44  # exit code our scripts use for "no such file"
+
+START_TIME_SCRIPT = 'getconf CLK_TCK 2>/dev/null || echo 100; grep "^btime " /proc/stat; cat "/proc/$1/stat"'
+TREE_SCRIPT = "getconf PAGESIZE 2>/dev/null || echo 4096; cat /proc/[0-9]*/stat 2>/dev/null; exit 0"
+PORTS_SCRIPT = "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; exit 0"
+ENV_SCRIPT = 'printf "%s\\n%s" "$HOME" "${XDG_STATE_HOME-}"'
+READ_SCRIPT = f'[ -e "$1" ] || exit {MISSING}; exec cat -- "$1"'
+HEAD_SCRIPT = f'[ -e "$2" ] || exit {MISSING}; exec head -c "$1" -- "$2"'
+STAT_SCRIPT = f'[ -e "$1" ] || exit {MISSING}; exec find -L "$1" -maxdepth 0 -printf "%s %T@ %m\\n"'
+RENAME_SCRIPT = f'[ -e "$1" ] || [ -L "$1" ] || exit {MISSING}; exec mv -f -- "$1" "$2"'
+# The base64 fallback when the server has no SFTP subsystem: the data rides as an argument of sh -c (or on
+# stdin when too big for one argument: Linux caps a single argument at 128 KiB), never inside shell text, and
+# never through a heredoc, so no INI value depends on two layers of quoting. The far side says what it wrote.
+WRITE_SCRIPT = """p=$1; mode=$2
+d=$(dirname -- "$p")
+mkdir -p -- "$d" || exit 1
+tmp=$(mktemp "$d/.llamaherd.XXXXXX") || exit 1
+if [ "$#" -ge 3 ]; then printf %s "$3" | base64 -d >"$tmp"; else base64 -d >"$tmp"; fi &&
+  chmod "$mode" "$tmp" && mv -f -- "$tmp" "$p" && printf "%s\\n" "$p" && exit 0
+rm -f -- "$tmp"
+exit 1
+"""
+ARG_LIMIT = 96 * 1024
+# tail -F until our side goes away: closing the channel does not stop a remote command that never writes
+# (an idle log), so the wrapper waits for stdin to close (our EOF, or sshd closing it when the link drops)
+# and then stops tail itself.
+TAIL_CHUNK = 1 << 18  # bytes per read of a remote tail
+TAIL_SCRIPT = 'tail -n "$1" -F -- "$2" 2>/dev/null & t=$!; cat >/dev/null; kill "$t" 2>/dev/null; exit 0'

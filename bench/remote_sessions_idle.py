@@ -1,0 +1,106 @@
+"""Remote sessions an idle dashboard opens per minute: one ssh machine (a real OpenSSH sshd on 127.0.0.1, the
+fixture server of tests/sshd.py) with one managed router, followed by a Machine as the dashboard follows it
+(host stats, the router's process-tree RSS, its event stream and log tail). After a settling time the bench
+counts, over a window, the ssh sessions sshd started (its "Starting session:" lines at LogLevel VERBOSE: each is
+one channel that ran a command, and one start of the user's login shell) and the commands run through the
+remote agent (ssh_agent.py).
+
+Two runs: the per-command path (one session per command, as before the agent) and the agent.
+
+Run: python -m bench.remote_sessions_idle [--seconds S] [--settle S] [--only agent|per-command]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from pathlib import Path
+
+from app.config import MachineConfig
+from app.services.binary import HOW_TO_GET, find_llama_server
+from app.services.machine import Machine
+from app.services.ssh_transport import SshTransport
+from app.services.types import FleetEvent, HostStatsChanged, RouterState
+from bench.common import tiny_models, workdir
+from tests.helpers.router import preset_text
+from tests.sshd import SshdUnavailable, SshServer, start_sshd
+
+
+def _sessions(server: SshServer) -> int:
+    return server.log_text().count("Starting session:")
+
+
+async def _until(cond: object, timeout: float) -> None:
+    async with asyncio.timeout(timeout):
+        while not cond():  # type: ignore[operator]
+            await asyncio.sleep(0.1)
+
+
+async def measure(server: SshServer, d: Path, program: str, agent: bool, settle: float, seconds: float) -> str:
+    name = "agent" if agent else "per-command"
+    (d / name).mkdir()
+    preset = d / name / "models.ini"
+    preset.write_text(preset_text(dict(tiny_models(d / name))))
+    cfg = MachineConfig(
+        name="far", host=server.host, port=server.port, user=server.user, identity_file=server.client_key,
+        known_hosts=server.known_hosts, router=f"bench-idle-{name}", program=program, preset=str(preset),
+    )  # fmt: skip
+    t = SshTransport(
+        "far", server.host, user=server.user, port=server.port, identity_file=server.client_key,
+        known_hosts=server.known_hosts, ssh_config="/dev/null", agent=agent,
+    )  # fmt: skip
+    events: list[FleetEvent] = []
+    m = Machine(cfg, events.append, transport=t)
+    assert m.manager is not None
+    try:
+        await m.manager.start()
+        m.start()
+        await _until(lambda: m.view.router_state is RouterState.RUNNING, 60)
+        await _until(lambda: any(isinstance(e, HostStatsChanged) for e in events), 30)
+        await asyncio.sleep(settle)
+        sessions0, stats0 = _sessions(server), sum(isinstance(e, HostStatsChanged) for e in events)
+        agent0 = t.agent.agent.requests if t.agent.agent is not None else 0
+        t0 = time.monotonic()
+        await asyncio.sleep(seconds)
+        took = time.monotonic() - t0
+        sessions = _sessions(server) - sessions0
+        stats = sum(isinstance(e, HostStatsChanged) for e in events) - stats0
+        requests = (t.agent.agent.requests if t.agent.agent is not None else 0) - agent0
+        per_min = 60.0 / took
+        up = f"agent up (started {t.agent.starts}x)" if t.agent.agent is not None else "no agent"
+        return (
+            f"{name:12s}: {sessions * per_min:5.1f} ssh sessions/min, {requests * per_min:5.1f} agent "
+            f"requests/min, {stats * per_min:4.1f} host-stats updates/min ({up}; window {took:.0f} s)"
+        )
+    finally:
+        await m.manager.stop()
+        await m.close()
+
+
+async def main(seconds: float, settle: float, only: str | None) -> None:
+    program = find_llama_server()
+    if program is None:
+        raise SystemExit(HOW_TO_GET)
+    d = workdir()
+    try:
+        server = start_sshd(d / "sshd")
+    except SshdUnavailable as e:
+        raise SystemExit(str(e)) from None
+    try:
+        print(f"one ssh machine, one managed router, idle; settle {settle:g} s, then count for {seconds:g} s")
+        for agent in (False, True):
+            if only is None or only == ("agent" if agent else "per-command"):
+                print(await measure(server, d, str(program), agent, settle, seconds), flush=True)
+    finally:
+        server.cut_connections()
+        server.stop()
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=40.0)
+    ap.add_argument("--settle", type=float, default=5.0)
+    ap.add_argument("--only", choices=["agent", "per-command"])
+    a = ap.parse_args()
+    asyncio.run(main(a.seconds, a.settle, a.only))
