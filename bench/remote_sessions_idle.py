@@ -5,7 +5,8 @@ counts, over a window, the ssh sessions sshd started (its "Starting session:" li
 one channel that ran a command, and one start of the user's login shell) and the commands run through the
 remote agent (ssh_agent.py).
 
-Two runs: the per-command path (one session per command, as before the agent) and the agent.
+Two runs: the per-command path (one session per command, as before the agent) and the agent. Then what one
+small command costs on each path when the remote user's .bashrc takes 0.3 s (conda, pyenv, nvm init).
 
 Run: python -m bench.remote_sessions_idle [--seconds S] [--settle S] [--only agent|per-command]
 """
@@ -22,7 +23,7 @@ from app.services.binary import HOW_TO_GET, find_llama_server
 from app.services.machine import Machine
 from app.services.ssh_transport import SshTransport
 from app.services.types import FleetEvent, HostStatsChanged, RouterState
-from bench.common import tiny_models, workdir
+from bench.common import figures, tiny_models, workdir
 from tests.helpers.router import preset_text
 from tests.sshd import SshdUnavailable, SshServer, start_sshd
 
@@ -78,6 +79,28 @@ async def measure(server: SshServer, d: Path, program: str, agent: bool, settle:
         await m.close()
 
 
+async def command_cost(server: SshServer, agent: bool, n: int = 10) -> str:
+    rc = server.workdir / "home" / ".bashrc"
+    rc.write_text("sleep 0.3\n")
+    t = SshTransport(
+        "far", server.host, user=server.user, port=server.port, identity_file=server.client_key,
+        known_hosts=server.known_hosts, ssh_config="/dev/null", agent=agent,
+    )  # fmt: skip
+    try:
+        await t.connect()
+        await t.run(["true"])  # the agent (where used) starts here, paying the .bashrc once
+        ms = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            res = await t.run(["cat", "/proc/loadavg"])
+            ms.append((time.perf_counter() - t0) * 1000)
+            assert res.ok, res
+    finally:
+        await t.close()
+        rc.unlink()
+    return figures(f"one command, 0.3 s .bashrc, {'agent' if agent else 'per-command'}", ms)
+
+
 async def main(seconds: float, settle: float, only: str | None) -> None:
     program = find_llama_server()
     if program is None:
@@ -92,6 +115,8 @@ async def main(seconds: float, settle: float, only: str | None) -> None:
         for agent in (False, True):
             if only is None or only == ("agent" if agent else "per-command"):
                 print(await measure(server, d, str(program), agent, settle, seconds), flush=True)
+        for agent in (False, True):
+            print(await command_cost(server, agent), flush=True)
     finally:
         server.cut_connections()
         server.stop()

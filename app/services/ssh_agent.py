@@ -25,6 +25,7 @@ MAX_STARTS = 3  # per connection: an agent that keeps dying is given up on until
 START_TIMEOUT = 15.0  # the user's login shell runs once here (a heavy .bashrc takes seconds on a busy host)
 MAX_IN_FLIGHT = 32  # requests running at once on the far side (each is a process there)
 _MAX_HEADER = 256
+_MAX_GREETING = 64 * 1024  # what a login shell may print before the agent's first line
 _READ_CHUNK = 1 << 16
 
 
@@ -41,7 +42,7 @@ class _Answer:
         self.err = bytearray()
         self._want = (out, err)
 
-    def feed(self, data: memoryview) -> int:
+    def feed(self, data: bytearray) -> int:
         """Take what belongs to this answer; returns how many bytes were taken."""
         taken = 0
         for buf, want in ((self.out, self._want[0]), (self.err, self._want[1])):
@@ -105,16 +106,31 @@ class RemoteAgent:
             opened = self.conn.create_process(cmd, encoding=None, stderr=asyncssh.DEVNULL)
             proc = await asyncio.wait_for(opened, timeout)
             self._proc = proc
-            line = await asyncio.wait_for(proc.stdout.readuntil(b"\n", max_separator_len=1), timeout)
-        except (asyncssh.Error, OSError, TimeoutError, asyncio.IncompleteReadError) as e:
+            line, rest = await asyncio.wait_for(self._ready_line(proc), timeout)
+        except (asyncssh.Error, OSError, TimeoutError, asyncio.IncompleteReadError, ValueError) as e:
             self._fail(f"the remote agent did not start: {type(e).__name__} {e}".strip())
             raise AgentDown(f"{self.name}: {self._down}") from None
-        parts = line.decode("ascii", errors="replace").split()
-        if len(parts) != 3 or parts[:2] != [MARK, "ready"] or not parts[2].isdigit():
-            self._fail(f"the remote agent did not start (it said {line[:80]!r})")
-            raise AgentDown(f"{self.name}: {self._down}")
-        self.pid = int(parts[2])
-        self._reader = asyncio.get_running_loop().create_task(self._read_answers())
+        self.pid = int(line.split()[2])
+        self._reader = asyncio.get_running_loop().create_task(self._read_answers(rest))
+
+    @staticmethod
+    async def _ready_line(proc: asyncssh.SSHClientProcess[bytes]) -> tuple[bytes, bytes]:
+        """The agent's `ready` line and what came after it, past what the user's login shell may print first (a
+        chatty .bashrc), reading at most _MAX_GREETING bytes."""
+        buf, seen = b"", 0
+        while True:
+            chunk = await proc.stdout.read(4096)
+            if not chunk:
+                raise ValueError("its session ended at once")
+            buf += chunk
+            while b"\n" in buf:
+                line, _, buf = buf.partition(b"\n")
+                parts = line.decode("ascii", errors="replace").split()
+                if len(parts) == 3 and parts[:2] == [MARK, "ready"] and parts[2].isdigit():
+                    return line, buf
+                seen += len(line) + 1
+            if seen + len(buf) > _MAX_GREETING:
+                raise ValueError(f"no ready line in the first {_MAX_GREETING} bytes")
 
     async def run(self, command: str, *, timeout: float | None, what: str) -> RunResult:
         """Run one command; AgentDown if it could not be sent, TransportError on timeout or loss."""
@@ -151,17 +167,13 @@ class RemoteAgent:
             with contextlib.suppress(asyncssh.Error, OSError):
                 self._proc.stdin.write(f"K {rid}\n".encode())
 
-    async def _read_answers(self) -> None:
+    async def _read_answers(self, rest: bytes) -> None:
         assert self._proc is not None
-        buf = bytearray()
+        buf = bytearray(rest)
         current: tuple[int, _Answer] | None = None
         why = "its session ended"
         try:
             while True:
-                data = await self._proc.stdout.read(_READ_CHUNK)
-                if not data:
-                    break
-                buf += data
                 while buf:
                     if current is None:
                         nl = buf.find(b"\n")
@@ -172,13 +184,17 @@ class RemoteAgent:
                         current = parse_header(bytes(buf[:nl]))
                         del buf[: nl + 1]
                     rid, ans = current
-                    del buf[: ans.feed(memoryview(buf))]
+                    del buf[: ans.feed(buf)]
                     if not ans.complete:
                         break
                     current = None
                     fut = self._waiting.get(rid)
                     if fut is not None and not fut.done():
                         fut.set_result(ans)
+                data = await self._proc.stdout.read(_READ_CHUNK)
+                if not data:
+                    break
+                buf += data
         except (asyncssh.Error, OSError) as e:
             why = f"its session failed: {e}"
         except ValueError as e:

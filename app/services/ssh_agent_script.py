@@ -14,7 +14,8 @@ exactly as sshd would hand them to a shell. A job gets no copy of the agent's pi
 closed), so a process it leaves running (a router started detached) holds nothing of the agent's.
 A stopped request leaves its files (the emitter may be sending its answer right then) until the agent ends.
 When stdin ends (our side closed the channel, or sshd did when the link dropped) the agent stops the requests
-still running and removes its directory.
+still running and removes its directory; the directory of an agent killed outright (no trap runs) is removed
+by the next agent of that user, which finds its pid gone.
 """
 
 from __future__ import annotations
@@ -25,7 +26,11 @@ MARK = "@@llamaherd-agent"
 OUTPUT_LIMIT = MAX_COMMAND_OUTPUT
 
 AGENT_SCRIPT = f"""umask 077
+for o in "${{TMPDIR:-/tmp}}"/llamaherd-agent.*/pid; do
+  [ -O "$o" ] && IFS= read -r p <"$o" && ! kill -0 "$p" 2>/dev/null && rm -rf "${{o%/pid}}"
+done 2>/dev/null
 d=$(mktemp -d "${{TMPDIR:-/tmp}}/llamaherd-agent.XXXXXX") || exit 1
+echo "$$" >"$d/pid"
 mkfifo "$d/done" || {{ rm -rf "$d"; exit 1; }}
 tree() {{
   all=" $1 "; grew=1
@@ -50,14 +55,19 @@ quit() {{
 }}
 (
   trap '' PIPE
+  cd "$d" || exit 1
   while IFS= read -r id; do
-    rc=255; read -r rc <"$d/$id.r"
-    o=$(wc -c <"$d/$id.o"); e=$(wc -c <"$d/$id.e")
+    rc=255; read -r rc <"$id.r"
+    set -- $(wc -c "$id.o" "$id.e") && o=$1 && e=$3 || exit 1
     so=$((o > {OUTPUT_LIMIT} ? {OUTPUT_LIMIT} : o)); se=$((e > {OUTPUT_LIMIT} ? {OUTPUT_LIMIT} : e))
     printf '{MARK} %s %s %s %s %s %s\\n' "$id" "$rc" $so $se $o $e || exit 1
-    head -c {OUTPUT_LIMIT} "$d/$id.o" && head -c {OUTPUT_LIMIT} "$d/$id.e" || exit 1
-    rm -f "$d/$id".*
-  done <"$d/done"
+    if [ "$so" = "$o" ] && [ "$se" = "$e" ]; then
+      cat "$id.o" "$id.e" || exit 1
+    else
+      head -c {OUTPUT_LIMIT} "$id.o" && head -c {OUTPUT_LIMIT} "$id.e" || exit 1
+    fi
+    rm -f "$id".*
+  done <done
 ) &
 exec 3>"$d/done"
 trap quit EXIT

@@ -23,7 +23,8 @@ from tests.helpers.processes import settled, stop, weird_args
 from tests.helpers.wait import wait_for
 from tests.sshd import SshServer, ssh_transport
 
-KINDS = ["local", pytest.param("sftp", marks=pytest.mark.ssh), pytest.param("nosftp", marks=pytest.mark.ssh)]
+# "per-command": the path an ssh machine falls back to where the remote agent cannot run (one session a command).
+KINDS = ["local"] + [pytest.param(k, marks=pytest.mark.ssh) for k in ("sftp", "nosftp", "per-command")]
 
 
 @pytest.fixture(params=KINDS)
@@ -33,7 +34,7 @@ async def transport(request: pytest.FixtureRequest) -> AsyncIterator[Transport]:
         t = LocalTransport()
     else:
         server: SshServer = request.getfixturevalue("sshd" if request.param == "sftp" else "sshd_nosftp")
-        t = ssh_transport(server)
+        t = ssh_transport(server, agent=request.param != "per-command")
     await t.connect()
     yield t
     await t.close()
