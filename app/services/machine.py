@@ -211,7 +211,8 @@ class Machine:
             return self.client
         if self.client is not None:
             await self.client.aclose()
-        self.client, self._client_key = RouterClient(url, api_key=key, name=self.name), key
+        rtt = self.transport.round_trip
+        self.client, self._client_key = RouterClient(url, api_key=key, name=self.name, round_trip=rtt), key
         self._update(url=self.client.base_url)
         return self.client
 

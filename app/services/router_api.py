@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -47,14 +47,24 @@ HEALTH_EVERY = 1.5
 HEALTH_BOUND = 2.5
 # A stream that sends no headers within this is reported, not waited on forever.
 HEADERS_TIMEOUT = 4.0
+# Every bound above is for the router's own answer; over a slow link each also gets this many of the link's
+# measured round trips (a forwarded channel to open, the request, the answer), so a slow but healthy link is not
+# shown as "no answer".
+LINK_ROUND_TRIPS = 4
 
 
 class RouterClient:
     def __init__(
-        self, base_url: str, api_key: str | None = None, timeout: float = 10.0, name: str | None = None
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        timeout: float = 10.0,
+        name: str | None = None,
+        round_trip: Callable[[], float] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self._round_trip = round_trip  # the link's measured round trip in seconds (ssh), None locally
         self.name = name or self.base_url
         """Who the router is in messages: the machine's name where known."""
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -75,6 +85,11 @@ class RouterClient:
             timeout=timeout,
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
         )
+
+    def bound(self, seconds: float) -> float:
+        """A time bound for an answer, with room for the link's round trips."""
+        rtt = self._round_trip() if self._round_trip is not None else 0.0
+        return round(seconds + LINK_ROUND_TRIPS * max(0.0, rtt), 2)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -100,7 +115,7 @@ class RouterClient:
     ) -> tuple[httpx.Response, bytes]:
         """One request, its body read within `limit` bytes and the whole exchange within `timeout` seconds
         (httpx's own timeouts are per read, so a router dripping a byte a second never hit them)."""
-        bound = timeout or self.timeout
+        bound = self.bound(timeout or self.timeout)
         where = f"{self.name}: {method} {path}"
         try:
             async with asyncio.timeout(bound):
@@ -223,14 +238,14 @@ class RouterClient:
 
     async def _open_stream(self) -> tuple[Any, httpx.Response]:
         where = f"{self.name}: GET /models/sse"
-        cm = self._http.stream("GET", "/models/sse", timeout=httpx.Timeout(self.timeout, read=None))
+        cm = self._http.stream("GET", "/models/sse", timeout=httpx.Timeout(self.bound(self.timeout), read=None))
         try:
             # httpx's read timeout is off for the stream (silence is normal there), which also left the wait
             # for its headers unbounded: a router that accepted the connection and said nothing hung us forever.
-            resp = await asyncio.wait_for(cm.__aenter__(), HEADERS_TIMEOUT)
+            resp = await asyncio.wait_for(cm.__aenter__(), self.bound(HEADERS_TIMEOUT))
         except (TimeoutError, httpx.TimeoutException):
             raise RouterNotAnswering(
-                f"{where}: router not answering (no headers within {HEADERS_TIMEOUT:g} s)"
+                f"{where}: router not answering (no headers within {self.bound(HEADERS_TIMEOUT):g} s)"
             ) from None
         except httpx.TransportError as e:
             raise RouterUnreachable(f"GET {self.base_url}/models/sse: {_reason(e)}") from None
@@ -319,7 +334,8 @@ class RouterClient:
         try:
             await self.health(timeout=HEALTH_BOUND)
         except RouterNotAnswering:
-            return False, f"{self.name}: router not answering (/health: no answer within {HEALTH_BOUND:g} s)"
+            why = f"no answer within {self.bound(HEALTH_BOUND):g} s"
+            return False, f"{self.name}: router not answering (/health: {why})"
         except (RouterUnreachable, RouterRefused, BadAnswer) as e:
             return False, f"{self.name}: router not answering (/health: {e})"
         return True, ""

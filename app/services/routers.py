@@ -184,7 +184,8 @@ class RouterManager:
     @contextlib.asynccontextmanager
     async def client(self, port: int, timeout: float = 10.0, api_key: str | None = None) -> AsyncIterator[RouterClient]:
         local = await self.transport.forward_port(port)
-        c = RouterClient(f"http://127.0.0.1:{local}", api_key=api_key, timeout=timeout)
+        rtt = self.transport.round_trip
+        c = RouterClient(f"http://127.0.0.1:{local}", api_key=api_key, timeout=timeout, round_trip=rtt)
         try:
             yield c
         finally:

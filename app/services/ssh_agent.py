@@ -12,8 +12,10 @@ the transport falls back to one ssh session per command (ssh_transport.py).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import shlex
+import time
 
 import asyncssh
 
@@ -24,6 +26,7 @@ from app.services.types import RunResult
 MAX_STARTS = 3  # per connection: an agent that keeps dying is given up on until the next connection
 START_TIMEOUT = 15.0  # the user's login shell runs once here (a heavy .bashrc takes seconds on a busy host)
 MAX_IN_FLIGHT = 32  # requests running at once on the far side (each is a process there)
+RTT_SAMPLES = 16  # the round trip is the quickest of the last this many requests (most are tiny)
 _MAX_HEADER = 256
 _MAX_GREETING = 64 * 1024  # what a login shell may print before the agent's first line
 _READ_CHUNK = 1 << 16
@@ -88,12 +91,18 @@ class RemoteAgent:
         self.conn = conn
         self.pid: int | None = None  # the remote shell's pid (tests and the bench look it up)
         self.requests = 0  # requests sent so far
+        self._took: collections.deque[float] = collections.deque(maxlen=RTT_SAMPLES)
         self._proc: asyncssh.SSHClientProcess[bytes] | None = None
         self._reader: asyncio.Task[None] | None = None
         self._waiting: dict[int, asyncio.Future[_Answer]] = {}
         self._next_id = 0
         self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._down: str | None = None
+
+    @property
+    def round_trip(self) -> float | None:
+        """The link's round trip as this agent measured it (plus a few ms of work on the far side), if known."""
+        return min(self._took) if self._took else None
 
     @property
     def alive(self) -> bool:
@@ -148,8 +157,10 @@ class RemoteAgent:
                 except (asyncssh.Error, OSError) as e:
                     self._fail(f"cannot send to the remote agent: {e}")
                     raise AgentDown(f"{self.name}: {self._down}") from None
+                t0 = time.monotonic()
                 try:
                     ans = await asyncio.wait_for(asyncio.shield(fut), timeout)
+                    self._took.append(time.monotonic() - t0)
                 except TimeoutError:
                     self._stop_request(rid)
                     raise TransportError(f"{self.name}: {what or 'command'} timed out after {timeout} s") from None
@@ -235,10 +246,18 @@ class AgentKeeper:
         self._conn: asyncssh.SSHClientConnection | None = None
         self._tries = 0
         self._lock = asyncio.Lock()
+        self._rtt = 0.0
 
     @property
     def agent(self) -> RemoteAgent | None:
         return self._agent
+
+    def round_trip(self) -> float:
+        """The last round trip measured on this machine's link, 0 until one is."""
+        a = self._agent
+        if a is not None and a.round_trip is not None:
+            self._rtt = a.round_trip
+        return self._rtt
 
     async def get(self, conn: asyncssh.SSHClientConnection) -> RemoteAgent | None:
         a = self._agent

@@ -25,8 +25,7 @@ from app.services.bounded import MAX_COMMAND_OUTPUT
 MARK = "@@llamaherd-agent"
 OUTPUT_LIMIT = MAX_COMMAND_OUTPUT
 
-AGENT_SCRIPT = f"""umask 077
-for o in "${{TMPDIR:-/tmp}}"/llamaherd-agent.*/pid; do
+AGENT_SCRIPT = f"""for o in "${{TMPDIR:-/tmp}}"/llamaherd-agent.*/pid; do
   [ -O "$o" ] && IFS= read -r p <"$o" && ! kill -0 "$p" 2>/dev/null && rm -rf "${{o%/pid}}"
 done 2>/dev/null
 d=$(mktemp -d "${{TMPDIR:-/tmp}}/llamaherd-agent.XXXXXX") || exit 1

@@ -128,6 +128,9 @@ class SshTransport(Transport):
         """Successful connections so far (tests and the status line use it)."""
         return self._link.connects
 
+    def round_trip(self) -> float:
+        return self.agent.round_trip()
+
     async def connect(self) -> None:
         """Connect now (an explicit request skips the backoff wait)."""
         await self._link.connect()

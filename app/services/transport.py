@@ -151,6 +151,10 @@ class Transport(ABC):
             with contextlib.suppress(Exception):
                 cb(state, reason)
 
+    def round_trip(self) -> float:
+        """The link's measured round trip in seconds (0 where there is no link to measure)."""
+        return 0.0
+
     @abstractmethod
     async def connect(self) -> None: ...
 

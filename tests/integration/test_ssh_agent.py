@@ -83,6 +83,8 @@ async def test_one_session_for_many_pipelined_commands_answered_as_they_finish(
     assert (res.returncode, res.stdout, res.stderr) == (7, b"a\0b\n@@llamaherd-agent 1 0 0 0 0 0\n", b"oops\n")
     res = await ssh.run(["printf", "%s", "no newline at the end"])
     assert res.stdout == b"no newline at the end"
+    # The link's round trip, measured by the agent (loopback: a few ms of work on the far side at most).
+    assert 0 < ssh.round_trip() < 1.0
 
 
 async def test_output_over_the_limit_is_refused_and_the_agent_stays_in_step(ssh: SshTransport) -> None:
@@ -104,7 +106,14 @@ async def test_a_request_past_its_timeout_is_stopped_on_the_far_side(ssh: SshTra
     assert (await ssh.run(["echo", "after"])).stdout == b"after\n"
 
 
-async def test_a_started_process_holds_nothing_of_the_agent(ssh: SshTransport, tmp_path: Path) -> None:
+async def test_a_started_process_holds_nothing_of_the_agent(ssh: SshTransport, sshd: SshServer, tmp_path: Path) -> None:
+    # The same umask and environment as a session of its own would give.
+    per_command = ssh_transport(sshd, agent=False)
+    try:
+        look = ["sh", "-c", "umask; pwd; env | grep -v -e '^SSH_' -e '^_=' -e '^SHLVL=' -e '^OLDPWD=' | sort"]
+        assert (await ssh.run(look)).stdout == (await per_command.run(look)).stdout
+    finally:
+        await per_command.close()
     pid = await ssh.spawn_detached(["sleep", "30.123"], log_path=str(tmp_path / "s.log"))
     try:
         agent_dir = glob.glob("/tmp/llamaherd-agent.*")
