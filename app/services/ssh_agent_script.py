@@ -9,9 +9,11 @@ Protocol (all text lines on the agent's stdin/stdout):
 - at start: `@@llamaherd-agent ready <pid>`.
 Each request runs in the background (several in flight; a slow one blocks nobody); its output goes to files in
 a private 0700 directory and one emitter loop sends finished answers one at a time, so answers never interleave.
-Nothing here is built from outside values: the commands arrive as data and are run by `eval` in a subshell,
-exactly as sshd would hand them to a shell. A job gets no copy of the agent's pipes (stdin /dev/null, fd 3
-closed), so a process it leaves running (a router started detached) holds nothing of the agent's.
+No umask is set: the commands (and a router they start) get the login's own, as on a session of their own;
+mktemp -d makes the directory 0700 either way. Nothing here is built from outside values: the commands arrive as
+data and are run by `eval` in a subshell, exactly as sshd would hand them to a shell. A job gets no copy of the
+agent's pipes (stdin /dev/null, fd 3 closed), so a process it leaves running (a router started detached) holds
+nothing of the agent's.
 A stopped request leaves its files (the emitter may be sending its answer right then) until the agent ends.
 When stdin ends (our side closed the channel, or sshd did when the link dropped) the agent stops the requests
 still running and removes its directory; the directory of an agent killed outright (no trap runs) is removed
