@@ -2,8 +2,10 @@
 fixture server of tests/sshd.py) with one managed router, followed by a Machine as the dashboard follows it
 (host stats, the router's process-tree RSS, its event stream and log tail). After a settling time the bench
 counts, over a window, the ssh sessions sshd started (its "Starting session:" lines at LogLevel VERBOSE: each is
-one channel that ran a command, and one start of the user's login shell) and the commands run through the
-remote agent (ssh_agent.py).
+one channel that ran a command, and one start of the user's login shell), the commands run through the
+remote agent (ssh_agent.py), and the processes that ran and ended on the far side (strace -f attached to sshd and
+every process below it, tracing no system call: it reports each process's exit; skipped without strace), and the
+CPU time they used (user + system of sshd and its descendants, their reaped children's included).
 
 Two runs: the per-command path (one session per command, as before the agent) and the agent. Then what one
 small command costs on each path when the remote user's .bashrc takes 0.3 s (conda, pyenv, nvm init).
@@ -15,8 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
+import subprocess
 import time
 from pathlib import Path
+
+import psutil
 
 from app.config import MachineConfig
 from app.services.binary import HOW_TO_GET, find_llama_server
@@ -30,6 +36,45 @@ from tests.sshd import SshdUnavailable, SshServer, start_sshd
 
 def _sessions(server: SshServer) -> int:
     return server.log_text().count("Starting session:")
+
+
+def _trace_exits(server: SshServer, out: Path) -> subprocess.Popen[bytes] | None:
+    """strace following sshd and everything under it, printing only process exits; None without strace."""
+    strace = shutil.which("strace")
+    if strace is None:
+        return None
+    pids = [server.pid] + [p.pid for p in psutil.Process(server.pid).children(recursive=True)]
+    argv = [strace, "-f", "-q", "-e", "trace=none", "-o", str(out)]
+    for pid in pids:
+        argv += ["-p", str(pid)]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)  # attached
+    return proc
+
+
+def _tree_cpu(server: SshServer) -> float:
+    """CPU seconds used so far by sshd and every process below it, the children they reaped included."""
+    total = 0.0
+    try:
+        procs = [psutil.Process(server.pid), *psutil.Process(server.pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    for p in procs:
+        try:
+            c = p.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += c.user + c.system + c.children_user + c.children_system
+    return total
+
+
+def _exits(proc: subprocess.Popen[bytes] | None, out: Path) -> int | None:
+    if proc is None:
+        return None
+    proc.terminate()  # strace detaches and leaves the traced processes running
+    proc.wait(10)
+    text = out.read_text(errors="replace")
+    return text.count("+++ exited with") + text.count("+++ killed by")
 
 
 async def _until(cond: object, timeout: float) -> None:
@@ -62,17 +107,27 @@ async def measure(server: SshServer, d: Path, program: str, agent: bool, settle:
         await asyncio.sleep(settle)
         sessions0, stats0 = _sessions(server), sum(isinstance(e, HostStatsChanged) for e in events)
         agent0 = t.agent.agent.requests if t.agent.agent is not None else 0
+        cpu0 = _tree_cpu(server)
         t0 = time.monotonic()
-        await asyncio.sleep(seconds)
+        await asyncio.sleep(seconds / 2)  # half the window untraced, for the CPU figure (strace slows what it follows)
+        cpu = _tree_cpu(server) - cpu0
+        cpu_window = time.monotonic() - t0
+        tracer = _trace_exits(server, d / name / "exits.txt")
+        t1 = time.monotonic()
+        await asyncio.sleep(seconds / 2)
+        exits = _exits(tracer, d / name / "exits.txt")
+        traced = time.monotonic() - t1
         took = time.monotonic() - t0
         sessions = _sessions(server) - sessions0
         stats = sum(isinstance(e, HostStatsChanged) for e in events) - stats0
         requests = (t.agent.agent.requests if t.agent.agent is not None else 0) - agent0
         per_min = 60.0 / took
         up = f"agent up (started {t.agent.starts}x)" if t.agent.agent is not None else "no agent"
+        procs = "not measured (no strace)" if exits is None else f"{exits * 60.0 / traced:.0f}"
         return (
             f"{name:12s}: {sessions * per_min:5.1f} ssh sessions/min, {requests * per_min:5.1f} agent "
-            f"requests/min, {stats * per_min:4.1f} host-stats updates/min ({up}; window {took:.0f} s)"
+            f"requests/min, remote processes/min {procs}, remote CPU {cpu * 100 / cpu_window:.2f} % of a core, "
+            f"{stats * per_min:4.1f} host-stats updates/min ({up}; window {took:.0f} s)"
         )
     finally:
         await m.manager.stop()
