@@ -3,14 +3,15 @@ fixture server of tests/sshd.py) with one managed router, followed by a Machine 
 (host stats, the router's process-tree RSS, its event stream and log tail). After a settling time the bench
 counts, over a window, the ssh sessions sshd started (its "Starting session:" lines at LogLevel VERBOSE: each is
 one channel that ran a command, and one start of the user's login shell), the commands run through the
-remote agent (ssh_agent.py), and the processes that ran and ended on the far side (strace -f attached to sshd and
-every process below it, tracing no system call: it reports each process's exit; skipped without strace), and the
-CPU time they used (user + system of sshd and its descendants, their reaped children's included).
+remote agent (ssh_agent.py), and the CPU time used on the far side (user + system of sshd and its descendants,
+their reaped children's included). With --processes, also the processes that ran and ended there in the second
+half of the window (strace -f attached to sshd and every process below it, tracing no system call: it reports each
+process's exit); opt-in, as ptrace slows and can stall what it follows.
 
 Two runs: the per-command path (one session per command, as before the agent) and the agent. Then what one
 small command costs on each path when the remote user's .bashrc takes 0.3 s (conda, pyenv, nvm init).
 
-Run: python -m bench.remote_sessions_idle [--seconds S] [--settle S] [--only agent|per-command]
+Run: python -m bench.remote_sessions_idle [--seconds S] [--settle S] [--only agent|per-command] [--processes]
 """
 
 from __future__ import annotations
@@ -38,10 +39,10 @@ def _sessions(server: SshServer) -> int:
     return server.log_text().count("Starting session:")
 
 
-def _trace_exits(server: SshServer, out: Path) -> subprocess.Popen[bytes] | None:
+def _trace_exits(server: SshServer, out: Path, wanted: bool) -> subprocess.Popen[bytes] | None:
     """strace following sshd and everything under it, printing only process exits; None without strace."""
     strace = shutil.which("strace")
-    if strace is None:
+    if strace is None or not wanted:
         return None
     pids = [server.pid] + [p.pid for p in psutil.Process(server.pid).children(recursive=True)]
     argv = [strace, "-f", "-q", "-e", "trace=none", "-o", str(out)]
@@ -83,7 +84,9 @@ async def _until(cond: object, timeout: float) -> None:
             await asyncio.sleep(0.1)
 
 
-async def measure(server: SshServer, d: Path, program: str, agent: bool, settle: float, seconds: float) -> str:
+async def measure(
+    server: SshServer, d: Path, program: str, agent: bool, settle: float, seconds: float, processes: bool = False
+) -> str:
     name = "agent" if agent else "per-command"
     (d / name).mkdir()
     preset = d / name / "models.ini"
@@ -112,7 +115,7 @@ async def measure(server: SshServer, d: Path, program: str, agent: bool, settle:
         await asyncio.sleep(seconds / 2)  # half the window untraced, for the CPU figure (strace slows what it follows)
         cpu = _tree_cpu(server) - cpu0
         cpu_window = time.monotonic() - t0
-        tracer = _trace_exits(server, d / name / "exits.txt")
+        tracer = _trace_exits(server, d / name / "exits.txt", processes)
         t1 = time.monotonic()
         await asyncio.sleep(seconds / 2)
         exits = _exits(tracer, d / name / "exits.txt")
@@ -123,10 +126,10 @@ async def measure(server: SshServer, d: Path, program: str, agent: bool, settle:
         requests = (t.agent.agent.requests if t.agent.agent is not None else 0) - agent0
         per_min = 60.0 / took
         up = f"agent up (started {t.agent.starts}x)" if t.agent.agent is not None else "no agent"
-        procs = "not measured (no strace)" if exits is None else f"{exits * 60.0 / traced:.0f}"
+        procs = "" if exits is None else f"remote processes/min {exits * 60.0 / traced:.0f}, "
         return (
             f"{name:12s}: {sessions * per_min:5.1f} ssh sessions/min, {requests * per_min:5.1f} agent "
-            f"requests/min, remote processes/min {procs}, remote CPU {cpu * 100 / cpu_window:.2f} % of a core, "
+            f"requests/min, {procs}remote CPU {cpu * 100 / cpu_window:.2f} % of a core, "
             f"{stats * per_min:4.1f} host-stats updates/min ({up}; window {took:.0f} s)"
         )
     finally:
@@ -145,18 +148,22 @@ async def command_cost(server: SshServer, agent: bool, n: int = 10) -> str:
         await t.connect()
         await t.run(["true"])  # the agent (where used) starts here, paying the .bashrc once
         ms = []
+        cpu0 = _tree_cpu(server)
         for _ in range(n):
             t0 = time.perf_counter()
             res = await t.run(["cat", "/proc/loadavg"])
             ms.append((time.perf_counter() - t0) * 1000)
             assert res.ok, res
+        await asyncio.sleep(0.5)  # the last session's processes reaped
+        cpu_ms = (_tree_cpu(server) - cpu0) * 1000 / n
     finally:
         await t.close()
         rc.unlink()
-    return figures(f"one command, 0.3 s .bashrc, {'agent' if agent else 'per-command'}", ms)
+    label = f"one command, 0.3 s .bashrc, {'agent' if agent else 'per-command'}"
+    return f"{figures(label, ms)}; remote CPU {cpu_ms:.1f} ms per command"
 
 
-async def main(seconds: float, settle: float, only: str | None) -> None:
+async def main(seconds: float, settle: float, only: str | None, processes: bool = False) -> None:
     program = find_llama_server()
     if program is None:
         raise SystemExit(HOW_TO_GET)
@@ -169,7 +176,7 @@ async def main(seconds: float, settle: float, only: str | None) -> None:
         print(f"one ssh machine, one managed router, idle; settle {settle:g} s, then count for {seconds:g} s")
         for agent in (False, True):
             if only is None or only == ("agent" if agent else "per-command"):
-                print(await measure(server, d, str(program), agent, settle, seconds), flush=True)
+                print(await measure(server, d, str(program), agent, settle, seconds, processes), flush=True)
         for agent in (False, True):
             print(await command_cost(server, agent), flush=True)
     finally:
@@ -182,5 +189,6 @@ if __name__ == "__main__":
     ap.add_argument("--seconds", type=float, default=40.0)
     ap.add_argument("--settle", type=float, default=5.0)
     ap.add_argument("--only", choices=["agent", "per-command"])
+    ap.add_argument("--processes", action="store_true", help="also count remote processes (needs strace)")
     a = ap.parse_args()
-    asyncio.run(main(a.seconds, a.settle, a.only))
+    asyncio.run(main(a.seconds, a.settle, a.only, a.processes))

@@ -210,6 +210,8 @@ class RemoteAgent:
             why = f"its session failed: {e}"
         except ValueError as e:
             why = f"it sent something unexpected ({e})"
+        except Exception as e:  # whatever ends the reader, no request may wait on it forever
+            why = f"reading its answers failed: {type(e).__name__}: {e}"
         self._fail(why)
 
     def _fail(self, why: str) -> None:

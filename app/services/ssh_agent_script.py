@@ -11,10 +11,12 @@ Each request runs in the background (several in flight; a slow one blocks nobody
 a private 0700 directory and one emitter loop sends finished answers one at a time, so answers never interleave.
 No umask is set: the commands (and a router they start) get the login's own, as on a session of their own;
 mktemp -d makes the directory 0700 either way. Nothing here is built from outside values: the commands arrive as
-data and are run by `eval` in a subshell, exactly as sshd would hand them to a shell. A job gets no copy of the
+data and are run by `eval` in a subshell, as sshd would hand them to a shell; each is one simple command (an argv
+joined by shlex), never a bare `exit` or `exec`, which would end the job before it reports. A job gets no copy of the
 agent's pipes (stdin /dev/null, fd 3 closed), so a process it leaves running (a router started detached) holds
 nothing of the agent's.
-A stopped request leaves its files (the emitter may be sending its answer right then) until the agent ends.
+A stopped request leaves its files (the emitter may be sending its answer right then) until the agent ends;
+answered ones are removed 16 at a time (one `rm` for many: each process counts on a host followed all day).
 When stdin ends (our side closed the channel, or sshd did when the link dropped) the agent stops the requests
 still running and removes its directory; the directory of an agent killed outright (no trap runs) is removed
 by the next agent of that user, which finds its pid gone.
@@ -57,6 +59,7 @@ quit() {{
 (
   trap '' PIPE
   cd "$d" || exit 1
+  old=; k=0
   while IFS= read -r id; do
     rc=255; read -r rc <"$id.r"
     set -- $(wc -c "$id.o" "$id.e") && o=$1 && e=$3 || exit 1
@@ -67,7 +70,8 @@ quit() {{
     else
       head -c {OUTPUT_LIMIT} "$id.o" && head -c {OUTPUT_LIMIT} "$id.e" || exit 1
     fi
-    rm -f "$id".*
+    old="$old $id.o $id.e $id.r $id.p"; k=$((k + 1))
+    if [ "$k" -ge 16 ]; then rm -f $old; old=; k=0; fi
   done <done
 ) &
 exec 3>"$d/done"
@@ -87,7 +91,7 @@ while IFS= read -r h; do
         n=$((n - 1))
       done
       : >"$d/$id.o"
-      ( ( eval "$c" ) </dev/null >"$d/$id.o" 2>"$d/$id.e" 3>&-; echo "$?" >"$d/$id.r"; echo "$id" >&3 ) &
+      ( eval "$c" </dev/null >"$d/$id.o" 2>"$d/$id.e" 3>&-; echo "$?" >"$d/$id.r"; echo "$id" >&3 ) &
       echo "$!" >"$d/$id.p"
       [ -e "$d/$id.o" ] || rm -f "$d/$id.p"
       ;;
