@@ -57,9 +57,7 @@ def feed_on(clock: SteppedClock) -> tuple[LiveFeed, list[float]]:
 
 
 def a_change(size: int) -> ModelsChanged:
-    models = tuple(
-        dataclasses.replace(m, size=size) if m.id == "mistral-7b" else m for m in workstation_models()
-    )
+    models = tuple(dataclasses.replace(m, size=size) if m.id == "mistral-7b" else m for m in workstation_models())
     return ModelsChanged("workstation", models)
 
 
