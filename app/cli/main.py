@@ -7,7 +7,16 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from app.cli import config_cmds, dashboard_cmds, fit_cmds, key_cmds, machine_cmds, preset_cmds, router_cmds
+from app.cli import (
+    config_cmds,
+    dashboard_cmds,
+    fit_cmds,
+    history_cmds,
+    key_cmds,
+    machine_cmds,
+    preset_cmds,
+    router_cmds,
+)
 from app.cli.context import CliContext
 from app.cli.output import err
 from app.cli.wording import say
@@ -34,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     dashboard_cmds.add_parsers(sub)
     fit_cmds.add_parsers(sub)
     config_cmds.add_parsers(sub)
+    history_cmds.add_parsers(sub)
     return parser
 
 

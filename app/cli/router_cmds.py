@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from app.cli.context import CliContext
+from app.cli.history_cmds import note_request
 from app.cli.output import EventLines, err, models_table, print_json_list, to_jsonable
 from app.cli.wording import say
 from app.services.errors import HerdError
@@ -25,6 +26,7 @@ async def cmd_models(ctx: CliContext, args: argparse.Namespace) -> int:
 
 async def cmd_load(ctx: CliContext, args: argparse.Namespace) -> int:
     async with ctx.router(args.machine) as r:
+        await note_request(args.machine, args.model, "load", "load")
         if not args.wait:
             asked = await r.client.load(args.model)
             print(visible(f"{args.model}: load requested" if asked else f"{args.model}: already running"))
@@ -41,6 +43,7 @@ async def cmd_load(ctx: CliContext, args: argparse.Namespace) -> int:
 
 async def cmd_unload(ctx: CliContext, args: argparse.Namespace) -> int:
     async with ctx.router(args.machine) as r:
+        await note_request(args.machine, args.model, "unload", "unload")
         await r.client.unload(args.model)
     print(visible(f"{args.model}: unload requested"))
     return 0

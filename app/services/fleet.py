@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 
 from app.config import Config
 from app.errors import ConfigError
@@ -12,6 +13,7 @@ from app.services.discovery import DiscoveredModel, Discovery
 from app.services.errors import FitUnknown, HerdError, RouterError
 from app.services.fit_check import estimate_model, estimate_section
 from app.services.fit_estimate import FitEstimate, FitInputError
+from app.services.history_store import HistoryStore
 from app.services.loading import LOAD_TIMEOUT, ensure_loaded
 from app.services.logs import skipped_marker
 from app.services.machine import Machine
@@ -54,6 +56,14 @@ class Fleet:
         self._subscribers: list[asyncio.Queue[FleetEvent]] = []
         self._dropped: dict[int, int] = {}  # log lines not queued, per subscriber: one entry per subscriber
         self._started = False
+        # Where a request this llamaherd makes is noted, so the history can say who asked (None: not noted).
+        self.history: HistoryStore | None = None
+        self.asked_by = "llamaherd"
+
+    async def _asked(self, machine: str, model: str, action: str) -> None:
+        if self.history is not None:
+            with contextlib.suppress(sqlite3.Error, OSError):  # a history that cannot be written stops nothing
+                await self.history.note_request(machine, model, action, self.asked_by)
 
     # ---- events ----
 
@@ -120,6 +130,7 @@ class Fleet:
     async def load(self, machine: str, model: str) -> None:
         """Ask; progress and the outcome arrive as events (a failure as a Problem with the model's log lines)."""
         m = self.machine(machine)
+        await self._asked(machine, model, "load")
         try:
             await (await m.router_client()).load(model)
         except RouterError as e:
@@ -132,6 +143,7 @@ class Fleet:
         return await ensure_loaded(await m.router_client(), model, timeout=timeout, log_tail=m.model_log_tail)
 
     async def unload(self, machine: str, model: str) -> None:
+        await self._asked(machine, model, "unload")
         try:
             await (await self.machine(machine).router_client()).unload(model)
         except RouterError as e:
@@ -149,6 +161,7 @@ class Fleet:
         m = self.machine(machine)
         if m.manager is None:
             raise RouterError(f"{machine} is attach-only (url = {m.cfg.url}): llamaherd does not start its router")
+        await self._asked(machine, "", "start")
         try:
             rec, _ = await m.manager.start()
         except HerdError as e:
@@ -220,6 +233,7 @@ class Fleet:
         m = self.machine(machine)
         if m.manager is None:
             raise RouterError(f"{machine} is attach-only: llamaherd does not stop somebody else's router")
+        await self._asked(machine, "", "stop")
         try:
             await m.manager.stop()
         finally:

@@ -1,0 +1,123 @@
+"""`llamaherd history`: every model and router transition, with why, from the local history database.
+
+Before answering, the log of each managed router is read back (backfill), so the answer covers the time no
+llamaherd ran; a machine that cannot be reached in BACKFILL_TIMEOUT is answered from what is stored, with a note.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sqlite3
+import sys
+import time
+from datetime import UTC, datetime
+
+from app.cli.context import CliContext
+from app.cli.output import err
+from app.config import MachineConfig
+from app.errors import ConfigError, HerdError
+from app.services.history_backfill import backfill
+from app.services.history_store import HistoryRow, HistoryStore
+from app.services.machine import Machine
+from app.services.textsafe import visible
+
+BACKFILL_TIMEOUT = 15.0
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_SPAN = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+
+
+def parse_since(text: str) -> float:
+    """`90s`, `30m`, `1h`, `2d`, `1h30m` as seconds; anything else is a usage error."""
+    parts = _SPAN.findall(text.strip().lower())
+    if not parts or "".join(n + u for n, u in parts) != text.strip().lower():
+        raise ConfigError(f"--since {text!r}: give a span like 90s, 30m, 1h, 2d or 1h30m")
+    return sum(float(n) * _UNITS[u] for n, u in parts)
+
+
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def json_line(r: HistoryRow) -> str:
+    body = r.as_json()
+    body["time"] = iso(r.time)
+    return json.dumps(body, separators=(",", ":"))
+
+
+def table(rows: list[HistoryRow]) -> str:
+    head = ("TIME", "MACHINE", "MODEL", "CHANGE", "REASON", "DETAIL")
+    out = [head]
+    for r in rows:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.time))
+        change = f"{r.from_state} -> {r.to_state}"
+        out.append((when, visible(r.machine), visible(r.model) or "(router)", change, r.reason, visible(r.detail)))
+    widths = [max(len(row[i]) for row in out) for i in range(len(head) - 1)]
+    return "\n".join(
+        "  ".join([*(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)), row[-1]]).rstrip() for row in out
+    )
+
+
+async def _backfill_one(ctx: CliContext, mc: MachineConfig, store: HistoryStore) -> None:
+    if mc.attach_only:
+        return  # somebody else's router: its log is not ours to read
+    try:
+        async with ctx.machine(mc.name) as m:
+            await asyncio.wait_for(_connect_and_fill(m, store), BACKFILL_TIMEOUT)
+    except (HerdError, TimeoutError, OSError) as e:
+        err(f"history of {mc.name}: its router log was not read ({e or 'no answer in time'}); showing what is stored")
+
+
+async def _connect_and_fill(m: Machine, store: HistoryStore) -> None:
+    await m.transport.connect()
+    await backfill(m, store)
+
+
+async def note_request(machine: str, model: str, action: str, command: str) -> None:
+    """A command asked: noted so the history names it; a history that cannot be written stops nothing."""
+    store = HistoryStore()
+    try:
+        await store.note_request(machine, model, action, f"command `llamaherd {command}`")
+    except (sqlite3.Error, OSError):
+        pass
+    finally:
+        store.close()
+
+
+async def cmd_history(ctx: CliContext, args: argparse.Namespace) -> int:
+    since = time.time() - parse_since(args.since)
+    machines = [ctx.config.machine(args.machine)] if args.machine else list(ctx.config.effective_machines)
+    store = HistoryStore()
+    try:
+        if not args.no_backfill:
+            await asyncio.gather(*(_backfill_one(ctx, mc, store) for mc in machines))
+        rows = await store.query(since=since, machine=args.machine, model=args.model, reason=args.reason)
+    finally:
+        store.close()
+    if args.json:
+        sys.stdout.writelines(json_line(r) + "\n" for r in rows)
+    elif rows:
+        print(table(rows))
+    else:
+        print("no transitions recorded in that span")
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "history",
+        help="what changed on the routers and why (loads, unloads, evictions, crashes)",
+        description="Every model and router transition with its reason, oldest first, from llamaherd's history "
+        "database. Managed routers' logs are read first, so the time no llamaherd ran is covered. Reasons from an "
+        "attached router's events are marked 'inferred'.",
+    )
+    p.add_argument("machine", nargs="?", help="only this machine (default: every machine)")
+    p.add_argument("--model", help="only this model")
+    p.add_argument("--reason", help="only this reason (evicted, preset reload, crashed, requested, ...)")
+    p.add_argument("--since", default="24h", help="how far back: 90s, 30m, 1h, 2d ... (default 24h)")
+    p.add_argument("--json", action="store_true", help="one JSON object per line: time, machine, model, from, to, "
+                   "reason, detail (and router)")  # fmt: skip
+    p.add_argument("--no-backfill", action="store_true", help="answer from the database only, reading no log")
+    p.set_defaults(func=cmd_history)
