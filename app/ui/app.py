@@ -8,7 +8,7 @@ machine: every Fleet command is awaited in a worker.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,6 +21,7 @@ from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.worker import Worker, WorkerState
 
 from app.config import Config
+from app.services.history_store import HistoryStore
 from app.services.textsafe import visible, visible_lines
 from app.services.types import FleetEvent
 from app.ui import keys
@@ -61,8 +62,13 @@ class HerdApp(App[int]):
         manage_fleet: bool = True,
         ascii_mode: bool | None = None,
         config_path: Path | None = None,
+        history: HistoryStore | None = None,
+        recorder: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         super().__init__()
+        self.history = history
+        """The transition history the `h` screen reads (None: nothing recorded in this view)."""
+        self.recorder = recorder
         self.config = config
         self.fleet = fleet
         self.config_path = config_path or config.path
@@ -118,6 +124,8 @@ class HerdApp(App[int]):
         try:
             if self.manage_fleet:
                 await self.fleet.start()
+            if self.recorder is not None:
+                self.run_worker(self.recorder(), name="history recorder", group="history", exit_on_error=False)
             while True:
                 batch: list[FleetEvent] = [await q.get()]
                 while not q.empty() and len(batch) < MAX_BATCH:
@@ -180,9 +188,14 @@ def make_app(
     frozen_time: float | None = None,
     ascii_mode: bool | None = None,
     config_path: Path | None = None,
+    history: HistoryStore | None = None,
+    recorder: Callable[[], Awaitable[None]] | None = None,
 ) -> HerdApp:
     """The one way to build the dashboard: the CLI, the tests, the demo and the screenshot script all call this.
 
     `config_path` is where the config file is or would go (default: `config.path`), said on the first run.
     """
-    return HerdApp(config, fleet, frozen_time=frozen_time, ascii_mode=ascii_mode, config_path=config_path)
+    return HerdApp(
+        config, fleet, frozen_time=frozen_time, ascii_mode=ascii_mode, config_path=config_path, history=history,
+        recorder=recorder,
+    )  # fmt: skip

@@ -28,6 +28,7 @@ from app.ui.fit_view import FitAdvisor
 from app.ui.fleet_table import FleetTable
 from app.ui.format import BAD, BUSY, DIM, OK, is_down
 from app.ui.help import HelpRow, HelpScreen
+from app.ui.history import HistoryScreen
 from app.ui.logs import LogPanel, LogSearch
 from app.ui.machines import FirstRunNotice, MachinesPane, first_run_text
 from app.ui.model_files import ModelFilesScreen
@@ -396,6 +397,9 @@ class DashboardScreen(Screen[None]):
             switcher.current = "fleet"
             self.fleet_table.focus()
         self.update_bindings()
+
+    def action_history(self) -> None:
+        self.app.push_screen(HistoryScreen(self.herd.history, self.herd.now))
 
     def action_help(self) -> None:
         hint = str(self.herd.config_path) if self.herd.config_path else "config.toml"

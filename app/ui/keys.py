@@ -32,6 +32,7 @@ BINDINGS: list[BindingType] = [
     Binding("m", "model_files", "Files", show=False, id="model_files"),
     Binding("g", "goto_log", "Log", id="goto_log"),
     Binding("f", "toggle_fleet", "Fleet", id="toggle_fleet"),
+    Binding("h", "history", "History", show=False, id="history"),
     Binding("slash", "filter", "Filter", id="filter"),
     Binding("question_mark", "help", "Help", id="help"),
     Binding("q", "app.quit", "Quit", show=False, id="quit"),
@@ -50,6 +51,7 @@ PALETTE: dict[str, str] = {
     "edit_global_preset": "Edit the selected machine's [*] section (every model)",
     "model_files": "Model files of the selected machine: add one to the preset",
     "toggle_fleet": "Toggle the fleet view (every model on every machine)",
+    "history": "History: every load, unload, eviction and crash, and why",
     "filter": "Filter the table by text",
     "help": "Show every key",
 }
@@ -64,6 +66,9 @@ BINDING_HELP: dict[str, str] = {
     "log_search": "Search the log",
     "machine_prev": "Previous machine",
     "machine_next": "Next machine",
+    "history_close": "Close the history",
+    "history_filter": "Filter the history: machine=NAME model=NAME reason=WORDS, or any words",
+    "history_refresh": "Read the history again",
 }
 
 

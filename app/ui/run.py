@@ -4,12 +4,22 @@ from __future__ import annotations
 
 from app.config import Config, default_config_path
 from app.services.fleet import Fleet
+from app.services.history_recorder import HistoryRecorder
+from app.services.history_store import HistoryStore
 from app.ui.app import make_app
 
 
 def run_dashboard(config: Config) -> int:
     """Build the fleet and the app, run until the operator quits. Routers keep running afterwards."""
+    fleet = Fleet(config)
+    history = HistoryStore()
+    fleet.history, fleet.asked_by = history, "the dashboard"
+    recorder = HistoryRecorder(fleet, history)
     # The path is said on the first run (no config file yet): where the config goes.
-    app = make_app(config, Fleet(config), config_path=config.path or default_config_path())
-    app.run()
+    app = make_app(config, fleet, config_path=config.path or default_config_path(), history=history,
+                   recorder=recorder.run)  # fmt: skip
+    try:
+        app.run()
+    finally:
+        history.close()
     return app.return_code if app.return_code is not None else 0

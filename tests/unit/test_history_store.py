@@ -63,7 +63,7 @@ def test_two_writers_at_once_do_not_fail(tmp_path: Path) -> None:
                 store.add_sync([row(1000.0 + i, model=who, key=f"log:{who}:{i}")])
                 if i % 50 == 0:
                     asyncio.run(store.query(machine="box"))
-        except BaseException as e:  # noqa: BLE001 - collected and asserted below
+        except BaseException as e:
             errors.append(e)
         finally:
             store.close()

@@ -1,0 +1,75 @@
+"""The history screen (h): the fleet's transitions newest first, filterable by machine, model and reason, shown as
+plain text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import DataTable, Input
+
+from app.config import Config
+from app.services.history_store import HistoryRow, HistoryStore
+from app.ui.app import make_app
+from app.ui.history import HistoryScreen, matches
+from tests.ui.screen import screen_text, wait_for
+from tests.ui.standin import NOW, demo_fleet
+
+
+def rows() -> list[HistoryRow]:
+    def r(ago: float, machine: str, model: str, was: str, to: str, reason: str, detail: str) -> HistoryRow:
+        return HistoryRow(NOW - ago, machine, "default", model, was, to, reason, detail, f"k:{ago}")
+
+    return [
+        r(600, "gpu-1", "chat-small", "loaded", "unloaded", "evicted", "models_max limit reached, for chat-big"),
+        r(500, "gpu-1", "chat-big", "unloaded", "loading", "requested", "by the dashboard"),
+        r(400, "gpu-2", "[bold]coder[/bold]", "loaded", "failed", "crashed", "exit status 1; last lines: E \x1b]0;x"),
+        r(300, "gpu-2", "embed", "loaded", "unloaded", "preset reload", "its preset source was updated or removed"),
+        r(200, "gpu-2", "", "running", "exited", "router exited", "router (pid 42) exited without being asked"),
+    ]
+
+
+def test_filter_words() -> None:
+    evicted, asked, crashed, reloaded, exited = rows()
+    assert matches(evicted, "machine=gpu-1 reason=evicted")
+    assert not matches(asked, "reason=evicted")
+    assert matches(reloaded, "reason=preset") and matches(reloaded, "reason=preset-reload")
+    assert matches(crashed, "model=[bold]coder[/bold]") and not matches(crashed, "model=coder")
+    assert matches(exited, "pid 42") and not matches(exited, "machine=gpu-1")
+
+
+async def test_h_shows_every_transition_newest_first_and_filters(tmp_path: Path) -> None:
+    store = HistoryStore(str(tmp_path / "h.db"), clock=lambda: NOW)
+    await store.add(rows())
+    app = make_app(Config(), demo_fleet(), frozen_time=NOW, history=store)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("h")
+        await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        table = screen.query_one("#history-table", DataTable)
+        await wait_for(pilot, lambda: table.row_count == 5)
+        first = [str(c) for c in table.get_row_at(0)]
+        assert first[1:5] == ["gpu-2", "(router)", "running -> exited", "router exited"]
+        text = screen_text(app)
+        assert "[bold]coder[/bold]" in text  # a model id with markup in it, shown as it is
+        assert "\x1b" not in text and "␛]0;x" in text
+        assert "for chat-big" in text and "10m ago" in text
+
+        await pilot.press("slash")
+        assert isinstance(app.focused, Input)
+        await pilot.press(*"reason=evicted")
+        await wait_for(pilot, lambda: table.row_count == 1)
+        assert str(table.get_row_at(0)[2]) == "chat-small"
+        screen.query_one(Input).value = "machine=gpu-2"
+        await wait_for(pilot, lambda: table.row_count == 3)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, HistoryScreen))
+    store.close()
+
+
+async def test_without_a_history_the_screen_says_so() -> None:
+    app = make_app(Config(), demo_fleet(), frozen_time=NOW)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.press("h")
+        await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        await wait_for(pilot, lambda: "no history here" in screen_text(app))
