@@ -39,7 +39,7 @@ test: install-test lint
 screenshots: install
 	$(PYTHON) -m scripts.screenshots screenshots
 
-BENCHES = event_latency_cli ssh_connect lifecycle ui_event_to_screen ui_idle_cpu ui_size hostile_rss liveness link_loss log_flood remote_sessions_idle
+BENCHES = event_latency_cli ssh_connect lifecycle ui_event_to_screen ui_idle_cpu ui_size hostile_rss liveness link_loss log_flood remote_sessions_idle history_query
 
 bench: install-test
 	for b in $(BENCHES); do $(PYTHON) -m bench.$$b || exit 1; done

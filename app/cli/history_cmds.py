@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import re
 import sqlite3
 import sys
 import time
-from datetime import UTC, datetime
 
 from app.cli.context import CliContext
 from app.cli.output import err
@@ -35,16 +33,6 @@ def parse_since(text: str) -> float:
     if not parts or "".join(n + u for n, u in parts) != text.strip().lower():
         raise ConfigError(f"--since {text!r}: give a span like 90s, 30m, 1h, 2d or 1h30m")
     return sum(float(n) * _UNITS[u] for n, u in parts)
-
-
-def iso(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def json_line(r: HistoryRow) -> str:
-    body = r.as_json()
-    body["time"] = iso(r.time)
-    return json.dumps(body, separators=(",", ":"))
 
 
 def table(rows: list[HistoryRow]) -> str:
@@ -93,12 +81,14 @@ async def cmd_history(ctx: CliContext, args: argparse.Namespace) -> int:
     try:
         if not args.no_backfill:
             await asyncio.gather(*(_backfill_one(ctx, mc, store) for mc in machines))
-        rows = await store.query(since=since, machine=args.machine, model=args.model, reason=args.reason)
+        if args.json:
+            lines = await store.query_json(since, args.machine, args.model, args.reason)
+            sys.stdout.writelines(line + "\n" for line in lines)
+            return 0
+        rows = await store.query(since, args.machine, args.model, args.reason)
     finally:
         store.close()
-    if args.json:
-        sys.stdout.writelines(json_line(r) + "\n" for r in rows)
-    elif rows:
+    if rows:
         print(table(rows))
     else:
         print("no transitions recorded in that span")
