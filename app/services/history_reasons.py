@@ -38,6 +38,8 @@ LOG_PATTERN = (
     r"stopping model instance name=|force-killing model instance|exited with status|llama_server: model loaded|"
     r"llama_server: initializing|cleaning up before exit|^\[ *[0-9]+\] [0-9.]+ E "
 )
+# Lines of one run are written by several threads, so a clock a little behind the line before is the same run.
+CLOCK_SLACK = 1_000_000
 LAST_LINES = 3  # a crash's detail: the child's last error lines
 DETAIL_MAX = 400
 
@@ -74,7 +76,7 @@ def current_run(lines: list[LogLine]) -> list[LogLine]:
             continue
         t = rel_us(ln.time)
         if t is not None:
-            if t < last:
+            if t < last - CLOCK_SLACK:
                 start = i
             last = t
     return lines[start:]
@@ -121,6 +123,10 @@ class LogReasons:
             for h in self.held:
                 out.append(Transition(h.at_us, h.model, h.from_state, h.to_state, h.reason, f"{h.detail}, for {model}"))
             self.held = []
+            # The spawn can be written before the victim's exit line (another thread logs the exit).
+            for victim, (reason, detail) in self.pending.items():
+                if reason == "evicted" and ", for " not in detail:
+                    self.pending[victim] = (reason, f"{detail}, for {model}")
             self.spawned_at[model] = self.now
             self.errors.pop(model, None)
             out.append(self._to(model, "loading", "requested", "load asked (an API call or a request for it)"))
@@ -161,7 +167,7 @@ class LogReasons:
         elif status != 0:
             detail = _join(detail, f"exit status {status}")
         tr = self._to(model, to, reason, detail)
-        if reason == "evicted":
+        if reason == "evicted" and ", for " not in detail:
             self.held.append(tr)
             return []
         return [tr]

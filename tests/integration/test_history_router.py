@@ -55,11 +55,14 @@ class Live:
 
         await wait_for(there, 30, what=f"{model} {states}")
 
-    async def row(self, model: str, reason: str, timeout: float = 15) -> HistoryRow:
+    async def row(self, model: str, reason: str, timeout: float = 15, containing: str = "") -> HistoryRow:
+        """The row once it is there (an eviction read before the router wrote the spawn it made room for is
+        completed by the next read of the log: wait for what the test needs of it)."""
         found: list[HistoryRow] = []
 
         async def look() -> bool:
-            found[:] = [r for r in await self.store.query(model=model) if r.reason == reason]
+            rows = await self.store.query(model=model)
+            found[:] = [r for r in rows if r.reason == reason and containing in r.detail]
             return bool(found)
 
         await wait_for(look, timeout, what=f"a {reason!r} row for {model}")
@@ -93,8 +96,9 @@ async def test_models_max_1_records_the_eviction_naming_the_model_it_made_room_f
     await live.state("alpha", ModelState.LOADED)
     await live.fleet.load("here", "beta")
     await live.state("beta", ModelState.LOADED)
-    row = await live.row("alpha", "evicted")
+    row = await live.row("alpha", "evicted", containing="for beta")
     assert (row.from_state, row.to_state) == ("loaded", "unloaded")
+    assert len([r for r in await live.store.query(model="alpha") if r.reason == "evicted"]) == 1
     assert "for beta" in row.detail and "models_max" in row.detail
     asked = [r for r in await live.store.query(model="beta") if r.to_state == "loading"]
     assert asked and asked[-1].reason == "requested" and asked[-1].detail == "by the test"

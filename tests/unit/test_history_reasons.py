@@ -73,7 +73,7 @@ def test_only_the_last_run_of_an_appended_log_counts() -> None:
     assert "old" not in {t.model for t in got}
     att = LogAttributor()
     # A window that begins mid-run (no start line): a clock that goes back starts a new run.
-    mid = [att.parse(x) for x in [older[1], REAL[2]]]
+    mid = [att.parse(x) for x in [older[1], REAL[2]]]  # 9 s, then 0.4 s
     assert current_run(mid) == mid[1:]
 
 
@@ -86,3 +86,15 @@ def test_a_router_shutting_down_stops_its_models_for_that_reason() -> None:
     ]
     last = transitions(lines)[-1]
     assert (last.model, last.to_state, last.reason) == ("alpha", "unloaded", "router stopped")
+
+
+def test_a_spawn_written_before_the_victims_exit_line_still_names_it() -> None:
+    lines = [
+        *REAL[:4],
+        "0.00.517.943 I srv    unload_lru: models_max limit reached, removing LRU name=alpha",
+        "0.00.518.034 I srv        unload: stopping model instance name=alpha",
+        "0.00.525.903 I srv          load: spawning server instance with name=beta on port 51423",
+        "0.00.525.701 I srv           run: instance name=alpha exited with status 0",
+    ]
+    ev = [t for t in transitions(lines) if t.reason == "evicted"]
+    assert len(ev) == 1 and ev[0].detail.endswith("for beta")
