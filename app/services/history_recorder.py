@@ -153,6 +153,7 @@ class HistoryRecorder:
             self._catch_up(machine)
             return
         rows = []
+        changed.sort(key=lambda c: c[2] is ModelState.LOADING)  # an unload before the load it made room for
         for m, was, to in changed:
             if exited:
                 rows.append(self._row(machine, m.id, was.value, to.value, "router exited", "its router went away"))
