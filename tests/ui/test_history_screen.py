@@ -7,10 +7,13 @@ from pathlib import Path
 
 from textual.widgets import DataTable, Input
 
-from app.config import Config
+from app.config import Config, MachineConfig
+from app.services.fleet import Fleet
+from app.services.history_recorder import HistoryRecorder
 from app.services.history_store import HistoryRow, HistoryStore
 from app.ui.app import make_app
 from app.ui.history import HistoryScreen, matches
+from tests.helpers.router import RouterProc
 from tests.ui.screen import screen_text, wait_for
 from tests.ui.standin import NOW, demo_fleet
 
@@ -73,3 +76,28 @@ async def test_without_a_history_the_screen_says_so() -> None:
         await pilot.press("h")
         await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen))
         await wait_for(pilot, lambda: "no history here" in screen_text(app))
+
+
+async def test_the_dashboard_records_its_own_load_and_h_shows_it(router: RouterProc, tmp_path: Path) -> None:
+    """The real fleet and router: `l` on a model, then `h` shows the load, requested by the dashboard."""
+    cfg = Config(machines=(MachineConfig(name="box", url=router.url),))
+    fleet = Fleet(cfg)
+    store = HistoryStore(str(tmp_path / "h.db"))
+    fleet.history, fleet.asked_by = store, "the dashboard"
+    recorder = HistoryRecorder(fleet, store)
+    app = make_app(cfg, fleet, history=store, recorder=recorder.run)
+    async with app.run_test(size=(160, 40)) as pilot:
+        table = app.dashboard.model_table
+        await wait_for(pilot, lambda: "alpha" in table.rows_now, timeout=15)
+        table.move_cursor(row=table.get_row_index("alpha"))
+        await pilot.press("l")
+
+        async def recorded() -> bool:
+            return any(r.to_state == "loaded" for r in await store.query(model="alpha"))
+
+        await wait_for(pilot, recorded, timeout=30)
+        await pilot.press("h")
+        await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        await wait_for(pilot, lambda: "by the dashboard" in screen_text(app), timeout=10)
+        assert "unloaded -> loading" in screen_text(app) and "loading -> loaded" in screen_text(app)
+    store.close()
