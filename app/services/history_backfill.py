@@ -7,6 +7,8 @@ llamaherd ran is covered.
 
 from __future__ import annotations
 
+import asyncio
+
 from app.services.bounded import MAX_LOG_LINE
 from app.services.errors import HerdError
 from app.services.history_reasons import LOG_PATTERN, Transition, transitions
@@ -38,8 +40,9 @@ async def read_transitions(m: Machine) -> tuple[RouterRecord, list[Transition]] 
     if not r.ok:
         return rec, []
     raws = r.stdout.decode(errors="replace").splitlines()
-    ports = {p: name for p, name in m.attributor.ports.items()}
-    return rec, transitions(raws, ports)
+    ports = dict(m.attributor.ports)
+    # Up to LOG_LINES lines to parse: in a thread, so the dashboard's loop never waits on it.
+    return rec, await asyncio.to_thread(transitions, raws, ports)
 
 
 def rows_of(m: Machine, rec: RouterRecord, found: list[Transition],

@@ -37,6 +37,7 @@ from app.services.types import (
 
 SETTLE = 2.0  # seconds an attached router's unload waits for the event that explains it
 CATCH_UP_AFTER = 0.3  # a burst of changes is read from the log once
+LATE_LINES = 1.5
 ASKED_WITHIN = 15.0
 INFERRED = "inferred from the order of events"
 _SLEEP = {ModelState.SLEEPING}
@@ -227,6 +228,7 @@ class HistoryRecorder:
 
     async def _read_log(self, machine: str, after: float) -> None:
         m = self.fleet.machine(machine)
+        late = True
         while True:
             await asyncio.sleep(after)
             self._again.discard(machine)
@@ -234,9 +236,14 @@ class HistoryRecorder:
                 await backfill(m, self.store)
             except (sqlite3.Error, OSError) as e:
                 self.error = f"history not recorded: {e}"
-            if machine not in self._again:
+            if machine in self._again:
+                after = CATCH_UP_AFTER
+            elif late:
+                # A child's lines reach the log through the router's output after the event that announced the
+                # change ("model loaded" came after the stream said loaded): read once more a little later.
+                late, after = False, LATE_LINES
+            else:
                 return
-            after = CATCH_UP_AFTER
 
     async def settled(self) -> None:
         """Wait until every log read and every pending inference is done (tests, and closing)."""

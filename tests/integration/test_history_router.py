@@ -102,8 +102,8 @@ async def test_models_max_1_records_the_eviction_naming_the_model_it_made_room_f
     assert "for beta" in row.detail and "models_max" in row.detail
     asked = [r for r in await live.store.query(model="beta") if r.to_state == "loading"]
     assert asked and asked[-1].reason == "requested" and asked[-1].detail == "by the test"
-    ready = [r for r in await live.store.query(model="beta") if r.to_state == "loaded"]
-    assert ready and ready[-1].reason == "ready" and ready[-1].time >= asked[-1].time
+    ready = await live.row("beta", "ready")
+    assert ready.to_state == "loaded" and ready.time >= asked[-1].time
 
 
 async def test_a_preset_edit_records_preset_reload(live: Live, herd: Herd, tiny_models: dict[str, Path]) -> None:
