@@ -74,6 +74,19 @@ async def note_request(machine: str, model: str, action: str, command: str) -> N
         store.close()
 
 
+async def note_router(machine: str, router: str, was: str, now: str, detail: str, command: str) -> None:
+    """A command started or stopped a router: recorded, as the dashboard would have recorded it."""
+    store = HistoryStore()
+    try:
+        row = HistoryRow(time.time(), machine, router, "", was, now, "requested", f"by command `llamaherd {command}`"
+                         + (f"; {detail}" if detail else ""))  # fmt: skip
+        await store.add([row])
+    except (sqlite3.Error, OSError):
+        pass
+    finally:
+        store.close()
+
+
 async def cmd_history(ctx: CliContext, args: argparse.Namespace) -> int:
     since = time.time() - parse_since(args.since)
     machines = [ctx.config.machine(args.machine)] if args.machine else list(ctx.config.effective_machines)

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from app.cli.context import CliContext
+from app.cli.history_cmds import note_router
 from app.cli.output import err, human_size
 from app.cli.wording import say
 from app.services.errors import HerdError, RouterNotAnswering
@@ -151,6 +152,8 @@ async def cmd_start(ctx: CliContext, args: argparse.Namespace) -> int:
             err(f"could not start the router on {m.name}: {say(e)}")
             return 1
         took = time.monotonic() - t0
+        if started:
+            await note_router(m.name, m.cfg.router, "absent", "running", f"pid {rec.pid}", "start")
     verb = f"started in {took:.1f} s" if started else "already running (adopted)"
     where = f"pid {rec.pid}, port {rec.port} on 127.0.0.1, preset {rec.preset}, log {rec.log}"
     print(visible(f"{m.name}: router {verb}: {where}"))
@@ -160,6 +163,8 @@ async def cmd_start(ctx: CliContext, args: argparse.Namespace) -> int:
 async def cmd_stop(ctx: CliContext, args: argparse.Namespace) -> int:
     async with ctx.managed(args.machine, "llamaherd does not stop somebody else's router") as (m, manager):
         st = await manager.stop()
+        if not st.already:
+            await note_router(m.name, m.cfg.router, "running", "stopped", st.reason, "stop")
     if st.already:
         print(visible_lines(f"{m.name}: router {already_stopped(st)}"))
         return 0

@@ -178,3 +178,5 @@ async def test_a_restart_backfills_what_it_missed_once(herd: Herd, monkeypatch: 
     assert model_rows(after) == model_rows(rows)
     assert len(set(model_rows(after))) == len(model_rows(after))
     assert any(r["reason"] == "adopted" for r in after)
+    started = [r for r in after if not r["model"] and r["to"] == "running" and r["reason"] == "requested"]
+    assert len(started) == 1 and str(started[0]["detail"]).startswith("by command `llamaherd start`; pid ")
