@@ -9,18 +9,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import sqlite3
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from app.cli.context import CliContext
 from app.cli.output import err
 from app.config import MachineConfig
 from app.errors import ConfigError, HerdError
-from app.services.history_backfill import backfill
-from app.services.history_store import HistoryRow, HistoryStore
-from app.services.machine import Machine
 from app.services.textsafe import visible
+
+if TYPE_CHECKING:  # imported where used: every command builds this parser, few use the database
+    from app.services.history_store import HistoryRow, HistoryStore
+    from app.services.machine import Machine
 
 BACKFILL_TIMEOUT = 15.0
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -59,12 +60,18 @@ async def _backfill_one(ctx: CliContext, mc: MachineConfig, store: HistoryStore)
 
 
 async def _connect_and_fill(m: Machine, store: HistoryStore) -> None:
+    from app.services.history_backfill import backfill
+
     await m.transport.connect()
     await backfill(m, store)
 
 
 async def note_request(machine: str, model: str, action: str, command: str) -> None:
     """A command asked: noted so the history names it; a history that cannot be written stops nothing."""
+    import sqlite3
+
+    from app.services.history_store import HistoryStore
+
     store = HistoryStore()
     try:
         await store.note_request(machine, model, action, f"command `llamaherd {command}`")
@@ -76,6 +83,10 @@ async def note_request(machine: str, model: str, action: str, command: str) -> N
 
 async def note_router(machine: str, router: str, was: str, now: str, detail: str, command: str) -> None:
     """A command started or stopped a router: recorded, as the dashboard would have recorded it."""
+    import sqlite3
+
+    from app.services.history_store import HistoryRow, HistoryStore
+
     store = HistoryStore()
     try:
         row = HistoryRow(time.time(), machine, router, "", was, now, "requested", f"by command `llamaherd {command}`"
@@ -88,6 +99,8 @@ async def note_router(machine: str, router: str, was: str, now: str, detail: str
 
 
 async def cmd_history(ctx: CliContext, args: argparse.Namespace) -> int:
+    from app.services.history_store import HistoryStore
+
     since = time.time() - parse_since(args.since)
     machines = [ctx.config.machine(args.machine)] if args.machine else list(ctx.config.effective_machines)
     store = HistoryStore()
