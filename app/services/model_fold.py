@@ -11,6 +11,8 @@ from app.services.types import ModelInfo, ModelState, ModelStatusEvent
 
 # Facts the list drops once a model is unloaded, and status events carry in `meta`.
 _META = ("n_ctx", "n_params", "size")
+# States in which the list's architecture arrays are the child's own, not the router's offline guess.
+_SAID = (ModelState.LOADED, ModelState.SLEEPING)
 
 
 def fold_list(known: Mapping[str, ModelInfo], models: Iterable[ModelInfo]) -> dict[str, ModelInfo]:
@@ -26,8 +28,13 @@ def fold_list(known: Mapping[str, ModelInfo], models: Iterable[ModelInfo]) -> di
             for f in _META:
                 if getattr(m, f) is None and getattr(old, f) is not None:
                     keep[f] = getattr(old, f)
+            if old.vision_said is not None and m.state not in _SAID:
+                keep["vision_said"] = old.vision_said
             if keep:
                 m = dataclasses.replace(m, **keep)  # type: ignore[arg-type]
+        if m.state in _SAID:
+            # A running child's own arrays replace the offline guess in the list: what it says is measured.
+            m = dataclasses.replace(m, vision_said="image" in m.input_modalities)
         fresh[m.id] = m
     return fresh
 
@@ -49,6 +56,12 @@ def fold_status(old: ModelInfo, ev: ModelStatusEvent) -> ModelInfo:
     if ev.exit_code is not None:
         changes["exit_code"] = ev.exit_code
         changes["failed"] = ev.exit_code != 0
+    arch = (ev.info or {}).get("architecture")
+    mods = arch.get("input_modalities") if isinstance(arch, dict) else None
+    if isinstance(mods, list) and all(isinstance(x, str) for x in mods):
+        # The child's `ready` payload (first load): its arrays replace the list's offline guess.
+        changes["input_modalities"] = tuple(mods[:16])
+        changes["vision_said"] = "image" in mods
     meta = (ev.info or {}).get("meta")
     if isinstance(meta, dict):
         for f in _META:

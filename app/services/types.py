@@ -57,6 +57,9 @@ class ModelInfo:
     n_params: int | None = None
     size: int | None = None
     progress: LoadProgress | None = None
+    # Whether the model takes pictures as its own server said while it ran (None: not seen loaded yet). The list
+    # keeps those arrays after unload but cannot tell them from the offline guess, so the fold remembers.
+    vision_said: bool | None = None
 
     @property
     def port(self) -> int | None:

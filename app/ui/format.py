@@ -114,7 +114,7 @@ def vision(m: ModelInfo) -> tuple[str, str]:
     """Three states (router-lessons "Pictures"): a model not loaded yet has not said, unless it already did."""
     if "image" in m.input_modalities:
         return "yes", OK
-    if m.state in (ModelState.LOADED, ModelState.SLEEPING):
+    if m.state in (ModelState.LOADED, ModelState.SLEEPING) or m.vision_said is False:
         return "no", ""
     return "?", DIM
 

@@ -115,3 +115,12 @@ def test_cpu_history_is_a_minute() -> None:
     st.apply([HostStatsChanged("box", stats)], NOW - 90)
     st.apply([HostStatsChanged("box", HostStats(50, 1, 2, (0, 0, 0)))], NOW - 30)
     assert st.get("box").cpu_history(NOW) == [50]
+
+
+def test_vision_said_outlives_the_run() -> None:
+    # Unloaded again after it said "no": still "no"; a preset that now offers a projector says "yes".
+    assert fmt.vision(ModelInfo("m", ModelState.UNLOADED, vision_said=False))[0] == "no"
+    offered = ModelInfo("m", ModelState.UNLOADED, input_modalities=("text", "image"), vision_said=False)
+    assert fmt.vision(offered)[0] == "yes"
+    # It said "yes" but the offline arrays no longer have pictures (its projector removed): not known.
+    assert fmt.vision(ModelInfo("m", ModelState.UNLOADED, vision_said=True))[0] == "?"

@@ -85,3 +85,19 @@ def test_record_state_is_a_router_state_and_its_file_format_unchanged() -> None:
     assert RouterRecord.from_json(text.replace(b'"stopping"', b'"sideways"')) is None  # damaged: stale
     old = b'{"pid": 1, "start_time": 2.0, "port": 3, "program": "p", "preset": "x.ini", "log": "l"}'
     assert RouterRecord.from_json(old) == RouterRecord(1, 2.0, 3, "p", "x.ini", "l", RouterState.RUNNING)
+
+
+def test_what_a_running_model_said_of_pictures_is_kept_after_it_stops() -> None:
+    ready = {"architecture": {"input_modalities": ["text", "image"]}, "meta": {"n_ctx": 256}}
+    loaded = fold_status(ModelInfo(id="v", state=ModelState.LOADING), _ev("v", ModelState.LOADED, info=ready))
+    assert loaded.input_modalities == ("text", "image") and loaded.vision_said is True
+    # A text model seen running in the list, then the list after its unload (the router keeps its arrays).
+    known = fold_list({}, [ModelInfo(id="t", state=ModelState.LOADED)])
+    assert known["t"].vision_said is False
+    known = fold_list(known, [ModelInfo(id="t", state=ModelState.UNLOADED)])
+    assert known["t"].vision_said is False
+    assert fold_router_gone(known)["t"].vision_said is False
+    # Garbage in the ready payload changes nothing.
+    odd_ev = _ev("o", ModelState.LOADED, info={"architecture": 3})
+    odd = fold_status(ModelInfo(id="o", state=ModelState.LOADING), odd_ev)
+    assert odd.input_modalities == ("text",) and odd.vision_said is None
