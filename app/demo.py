@@ -17,6 +17,7 @@ import httpx
 
 from app.config import Config, MachineConfig, UiConfig, write_config
 from app.services.machine import Machine
+from app.services.operator_hands import OperatorHands
 from app.tinymodels import TinySpec, write_corrupt_model, write_tiny_model
 
 
@@ -144,8 +145,15 @@ async def stop_routers(config: Config, names: list[str]) -> None:
 class Traffic:
     """A gentle, repeatable scenario so a recording shows life: loads, unloads, completions, one failure.
 
-    It talks to the routers like any client would (HTTP on loopback), through the demo's own machines.
+    It talks to the routers like any client would (HTTP on loopback), through the demo's own machines. It plays
+    beside the operator, not against them: a machine they acted on is left alone for a while (OperatorHands), it
+    waits while a screen is open over the dashboard, and the broken model is tried once every BROKEN_EVERY rounds
+    (its failure is the same every time).
     """
+
+    BROKEN = "broken-q4"
+    BROKEN_EVERY = 5  # rounds of STEPS: at the default period, once every four minutes
+    WAIT_STEP = 0.5  # seconds between looks while a screen is open
 
     STEPS: tuple[tuple[str, str, str], ...] = (
         ("complete", "workstation", "chat-small"),
@@ -162,9 +170,19 @@ class Traffic:
         ("unload", "gpu-box-a", "code-mini"),
     )
 
-    def __init__(self, config: Config, period: float = 4.0) -> None:
+    def __init__(self, config: Config, period: float = 4.0, hands: OperatorHands | None = None) -> None:
         self.config = config
         self.period = period
+        self.hands = hands or OperatorHands()
+
+    def choose(self, step: int) -> tuple[str, str, str] | None:
+        """The scenario's step number `step`, or None where it is left out now."""
+        action, machine, model = self.STEPS[step % len(self.STEPS)]
+        if model == self.BROKEN and (step // len(self.STEPS)) % self.BROKEN_EVERY:
+            return None
+        if self.hands.hands_off(machine):
+            return None
+        return action, machine, model
 
     async def _url(self, cfg: MachineConfig) -> tuple[str, dict[str, str]] | None:
         """The router's URL and the headers a client sends it (its API key, read like any adopter reads it)."""
@@ -184,12 +202,15 @@ class Traffic:
         async with httpx.AsyncClient(timeout=30) as http:
             step = 0
             while True:
-                action, machine, model = self.STEPS[step % len(self.STEPS)]
+                if self.hands.screen_open:  # set from the dashboard's thread: looked at, not awaited
+                    await asyncio.sleep(self.WAIT_STEP)
+                    continue
+                chosen = self.choose(step)
                 step += 1
-                where = urls.get(machine)
-                if where:
+                where = urls.get(chosen[1]) if chosen else None
+                if chosen and where:
                     with contextlib.suppress(httpx.HTTPError):
-                        await self._do(http, where, action, model)
+                        await self._do(http, where, chosen[0], chosen[2])
                 await asyncio.sleep(self.period)
 
     async def _do(self, http: httpx.AsyncClient, where: tuple[str, dict[str, str]], action: str, model: str) -> None:

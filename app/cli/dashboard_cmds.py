@@ -12,12 +12,13 @@ from app.cli.wording import say
 from app.config import Config
 from app.demo import Traffic, demo_dir, prepare_and_start, stop_routers
 from app.services.errors import HerdError
+from app.services.operator_hands import OperatorHands
 
 
-def run_dashboard(config: Config) -> int:
+def run_dashboard(config: Config, hands: OperatorHands | None = None) -> int:
     from app.ui.run import run_dashboard as run  # textual is imported only when a screen is wanted
 
-    return run(config)
+    return run(config, hands)
 
 
 def cmd_dashboard(config: Config, args: argparse.Namespace) -> int:
@@ -35,11 +36,12 @@ def cmd_demo(config: Config, args: argparse.Namespace) -> int:
     adopted = len(demo_config.machines) - len(started)
     if adopted:
         print(f"llamaherd demo: adopted {adopted} router(s) already running from an earlier demo", flush=True)
+    hands = OperatorHands()
     if args.traffic:
-        traffic = Traffic(demo_config)
+        traffic = Traffic(demo_config, hands=hands)
         threading.Thread(target=lambda: asyncio.run(traffic.run()), name="demo-traffic", daemon=True).start()
     try:
-        return run_dashboard(demo_config)
+        return run_dashboard(demo_config, hands)
     finally:
         if args.keep:
             print(

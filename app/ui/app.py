@@ -22,6 +22,7 @@ from textual.worker import Worker, WorkerState
 
 from app.config import Config
 from app.services.history_store import HistoryStore
+from app.services.operator_hands import OperatorHands
 from app.services.textsafe import visible, visible_lines
 from app.services.types import FleetEvent
 from app.ui import keys
@@ -64,11 +65,14 @@ class HerdApp(App[int]):
         config_path: Path | None = None,
         history: HistoryStore | None = None,
         recorder: Callable[[], Awaitable[None]] | None = None,
+        hands: OperatorHands | None = None,
     ) -> None:
         super().__init__()
         self.history = history
         """The transition history the `h` screen reads (None: nothing recorded in this view)."""
         self.recorder = recorder
+        self.hands = hands or OperatorHands()
+        """Where a scenario playing beside the operator (the demo's) learns what to leave alone."""
         self.config = config
         self.fleet = fleet
         self.config_path = config_path or config.path
@@ -190,6 +194,7 @@ def make_app(
     config_path: Path | None = None,
     history: HistoryStore | None = None,
     recorder: Callable[[], Awaitable[None]] | None = None,
+    hands: OperatorHands | None = None,
 ) -> HerdApp:
     """The one way to build the dashboard: the CLI, the tests, the demo and the screenshot script all call this.
 
@@ -197,5 +202,5 @@ def make_app(
     """
     return HerdApp(
         config, fleet, frozen_time=frozen_time, ascii_mode=ascii_mode, config_path=config_path, history=history,
-        recorder=recorder,
+        recorder=recorder, hands=hands,
     )  # fmt: skip

@@ -24,6 +24,7 @@ from app.services.errors import HerdError
 from app.services.textsafe import visible
 from app.ui import keys
 from app.ui.confirm import ConfirmScreen
+from app.ui.feedback import ActionNotices, one_line_failure
 from app.ui.fit_view import FitAdvisor
 from app.ui.fleet_table import FleetTable
 from app.ui.format import BAD, BUSY, DIM, OK, is_down
@@ -56,6 +57,7 @@ class DashboardScreen(Screen[None]):
         self._title_shown = Text()
         self._notice_shown = Text()
         self.fit = FitAdvisor(lambda: self.herd, self._fit_arrived, time.monotonic)
+        self.notices = ActionNotices()
 
     @property
     def herd(self) -> HerdApp:
@@ -150,7 +152,10 @@ class DashboardScreen(Screen[None]):
             if changes.cards:
                 self._paint_hint()
         for p in changes.problems:
-            self.notify_error(p.message, f"{p.machine}: {p.model}" if p.model else p.machine)
+            self.notify_error(p.message, f"{p.machine}: {p.model}" if p.model else p.machine, p.machine)
+        for name in changes.models:
+            for done in self.notices.settled(name, state.get(name).models):
+                self.app.notify(done, timeout=4, markup=False)
         self.update_bindings()
 
     def _show_models(self) -> None:
@@ -214,14 +219,17 @@ class DashboardScreen(Screen[None]):
         self.machines.update_machine(self.herd.state.get(machine))
         self._paint_hint()
 
-    def notify_error(self, message: str, title: str) -> None:
-        """A failure as a toast, once: a refused command is both raised to us and announced as a Problem event."""
+    def notify_error(self, message: str, title: str, machine: str = "") -> None:
+        """A failure as a toast, once: a refused command is both raised to us and announced as a Problem event.
+        One line, and the key to the log where the machine's log is read here."""
         now = time.monotonic()
         self._recent_errors = {m: t for m, t in self._recent_errors.items() if now - t < ERROR_DEDUP_SECONDS}
         if any(m in message or message in m for m in self._recent_errors):
             return
         self._recent_errors[message] = now
-        self.app.notify(message, title=title, severity="error", timeout=10, markup=False)
+        managed = machine in self.herd.state.machines and self.herd.state.get(machine).view.managed
+        log_key = keys.first_key("goto_log", self.herd.config.keymap, self._key_display) if managed else None
+        self.app.notify(one_line_failure(message, log_key), title=title, severity="error", timeout=10, markup=False)
 
     # ---- selection ----
 
@@ -292,9 +300,11 @@ class DashboardScreen(Screen[None]):
     # ---- actions ----
 
     def load(self, machine: str, model: str) -> None:
+        self.app.notify(self.notices.began("load", machine, model), timeout=3, markup=False)
         self._fleet_call(f"load {model} on {machine}", machine, model, lambda: self.herd.fleet.load(machine, model))
 
     def unload(self, machine: str, model: str) -> None:
+        self.app.notify(self.notices.began("unload", machine, model), timeout=3, markup=False)
         self._fleet_call(f"unload {model} on {machine}", machine, model, lambda: self.herd.fleet.unload(machine, model))
 
     def action_load(self) -> None:
@@ -315,7 +325,9 @@ class DashboardScreen(Screen[None]):
         target = self.target()
         if target:
             m = target[0]
-            self._fleet_call(f"reload presets on {m}", m, None, lambda: self.herd.fleet.reload(m))
+            self._fleet_call(
+                f"reload presets on {m}", m, None, lambda: self.herd.fleet.reload(m), done=f"presets reloaded on {m}"
+            )
 
     def action_start_router(self) -> None:
         target = self.target()
@@ -405,17 +417,32 @@ class DashboardScreen(Screen[None]):
         hint = str(self.herd.config_path) if self.herd.config_path else "config.toml"
         self.app.push_screen(HelpScreen(self.binding_rows(), hint))
 
-    def _fleet_call(self, what: str, machine: str, model: str | None, call: Callable[[], Awaitable[object]]) -> None:
+    def _fleet_call(
+        self, what: str, machine: str, model: str | None, call: Callable[[], Awaitable[object]], done: str = ""
+    ) -> None:
+        self.herd.hands.touched(machine)  # a scenario playing beside the operator leaves this machine alone
+
         async def run() -> None:
             try:
                 await call()
             except HerdError as e:
+                if model is not None:
+                    self.notices.refused(machine, model)
                 self.herd.state.note_problem(machine, f"{what}: {e}", model, action=what, error=e)
                 self.machines.update_machine(self.herd.state.get(machine))
                 self._paint_hint()
-                self.notify_error(str(e), f"could not {what}")
+                self.notify_error(str(e), f"could not {what}", machine)
+                return
+            if done:
+                self.app.notify(done, timeout=4, markup=False)
 
         self.app.run_worker(run(), name=what, group=f"fleet-call:{machine}", exit_on_error=False)
+
+    def on_screen_suspend(self) -> None:
+        self.herd.hands.set_screen_open(True)  # an editor or a question is over the dashboard: a scenario waits
+
+    def on_screen_resume(self) -> None:
+        self.herd.hands.set_screen_open(False)
 
     # ---- the prompt: filtering a table, searching the log ----
 

@@ -6,18 +6,20 @@ from app.config import Config, default_config_path
 from app.services.fleet import Fleet
 from app.services.history_recorder import HistoryRecorder
 from app.services.history_store import HistoryStore
+from app.services.operator_hands import OperatorHands
 from app.ui.app import make_app
 
 
-def run_dashboard(config: Config) -> int:
-    """Build the fleet and the app, run until the operator quits. Routers keep running afterwards."""
+def run_dashboard(config: Config, hands: OperatorHands | None = None) -> int:
+    """Build the fleet and the app, run until the operator quits. Routers keep running afterwards. `hands`: where
+    a scenario playing beside the operator (the demo's) learns what they act on."""
     fleet = Fleet(config)
     history = HistoryStore()
     fleet.history, fleet.asked_by = history, "the dashboard"
     recorder = HistoryRecorder(fleet, history)
     # The path is said on the first run (no config file yet): where the config goes.
     app = make_app(config, fleet, config_path=config.path or default_config_path(), history=history,
-                   recorder=recorder.run)  # fmt: skip
+                   recorder=recorder.run, hands=hands)  # fmt: skip
     try:
         app.run()
     finally:

@@ -109,7 +109,7 @@ async def test_walking_the_dashboard_shows_hostile_text_as_text(
         await pilot.press("f")
 
         app.dashboard.model_table.move_cursor(row=app.dashboard.model_table.get_row_index(BROKEN))
-        await pilot.press("l")  # a model that fails to load: the toast names it and quotes its log lines
+        await pilot.press("l")  # a model that fails to load: the toasts name it
         await wait_for(pilot, lambda: len(app._notifications) > 0, timeout=30)
         await pilot.pause(0.3)
         assert "broke\u241b[31mn" in assert_clean(app, "error toast")

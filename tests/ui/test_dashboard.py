@@ -151,8 +151,9 @@ async def test_a_refusal_is_a_notification_and_stays_on_the_machine() -> None:
         await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
         app.dashboard.model_table.move_cursor(row=app.dashboard.model_table.get_row_index("mistral-7b"))
         await pilot.press("l")
-        await wait_for(pilot, lambda: seen)
-        assert seen[0][0] == "error" and "model limit reached" in seen[0][2]
+        await wait_for(pilot, lambda: any(sev == "error" for sev, _, _ in seen))
+        errors = [s for s in seen if s[0] == "error"]  # after "loading mistral-7b on workstation…"
+        assert len(errors) == 1 and "model limit reached" in errors[0][2]
         assert "model limit reached" in app.state.get("workstation").problem
         await wait_for(pilot, lambda: "could not load mistral-7b" in screen_text(app))  # the toast
 
