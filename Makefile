@@ -10,7 +10,7 @@ ifeq ($(PYTHON),$(VENV)/bin/python)
 ENV_READY = $(VENV)/bin/python
 endif
 
-.PHONY: demo install install-test test lint screenshots bench soak
+.PHONY: demo install install-test test lint screenshots recording bench soak
 
 $(VENV)/bin/python:
 	@echo "llamaherd: creating the project's virtual environment in $(VENV) (everything is installed there)"
@@ -38,6 +38,11 @@ test: install-test lint
 
 screenshots: install
 	$(PYTHON) -m scripts.screenshots screenshots
+
+# The demo with its scenario, recorded by asciinema while scripts/demo_tour.py presses the keys (needs tmux).
+recording: install
+	$(PIP) -e '.[recording]'
+	$(PYTHON) -m scripts.recording docs/demo.cast
 
 BENCHES = event_latency_cli ssh_connect lifecycle ui_event_to_screen ui_idle_cpu ui_size hostile_rss liveness link_loss log_flood remote_sessions_idle history_query
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from scripts.demo_tour import play
 from tests.helpers.wait import wait_for_sync
 from tests.ui.test_tmux import Tmux, tmux  # noqa: F401
 
@@ -87,3 +88,15 @@ def test_keep_then_a_second_demo_adopts(tmux: Tmux, state: Path) -> None:  # noq
     tmux.wait_gone(20)
     # this run started none of them, so it stops none of them: the routers are left as the first run left them
     assert all(psutil.pid_exists(p) for p in routers)
+
+
+def test_the_recorded_tour_plays_end_to_end(tmux: Tmux, state: Path) -> None:  # noqa: F811
+    """The tour `make recording` records (scripts/demo_tour.py), on the demo with its scenario running: each key
+    brings what the tour says it does (a load said done, a failure in one line, its log, help, an unload)."""
+    tmux.start(f"{shlex.quote(sys.executable)} -m app demo", env_for(state))
+    play(tmux.keys, tmux.screen)
+    running = demo_pids(state)
+    tmux.keys("q")
+    tmux.wait_gone(20)
+    wait_for_sync(lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+                                  for p in running), 10, what="demo processes gone", step=0.1)  # fmt: skip
