@@ -397,18 +397,23 @@ class Director:
         self.fleet.hold_after = loading
         await pilot.press("l")
         await until(pilot, "chat-medium loading", lambda: self.fleet.held and "%" in status(app, "chat-medium"))
+        app.clear_notifications()  # "loading chat-medium…" lasts 3 s: shown or gone by then, so never shown
+        await pilot.pause()
         await self.shoot("loading.svg")
         self.fleet.release()  # the rest of that load, and the log kept back, reach the dashboard now
         await until(pilot, "chat-medium loaded", lambda: status(app, "chat-medium").endswith(" loaded"))
 
         # The corrupt model: failed with its exit code, its reason in the notification, the card and the log.
         await self.select("2", "broken-q4")
+        app.clear_notifications()  # "chat-medium loaded on gpu-box-b (1.5 s)": a time that differs on every run
         await pilot.press("l")
 
         def failed_shown() -> bool:
+            toasts = [str(t.render()) for t in app.screen.query("Toast")]
             return (
                 "failed" in status(app, "broken-q4")
-                and bool(app.screen.query("Toast"))  # the notification, on screen
+                and any("failed to load" in t for t in toasts)  # its toast, alone: "loading broken-q4…" has gone
+                and not any("loading broken-q4" in t for t in toasts)
                 and any("exiting due to model loading error" in ln.text for ln in app.dashboard.logs.buffer)
             )
 
