@@ -22,6 +22,9 @@ class Step:
     """Texts that are all on screen once the keys took effect."""
     gone: tuple[str, ...] = ()
     """Texts that are not on screen any more (a closed screen, whose pane titles show on both sides of it)."""
+    answer: tuple[str, str] | None = None
+    """(question, key): when the question shows while waiting, the key answers it (a load that would evict a model
+    asks first; whether it asks on a machine the scenario also used depends on what the scenario loaded there)."""
     hold: float = 2.0
     """Seconds a recording lingers after it, for a viewer to read (a test does not wait them)."""
     timeout: float = 60.0
@@ -33,12 +36,27 @@ def pick(machine_key: str, row: int) -> tuple[str, ...]:
     return (machine_key, "f", "f", *["Up"] * 6, *["Down"] * row)
 
 
+LOAD_ANYWAY = ("Load anyway?", "y")
+
 TOUR: tuple[Step, ...] = (
     Step("three machines come up", (), ("workstation", "gpu-box-a", "gpu-box-b", "chat-small"), hold=4.0, timeout=120),
-    Step("load code-mini on the workstation", (*pick("1", 1), "l"), ("code-mini loaded on workstation",), hold=3.0),
+    Step(
+        "load code-mini on the workstation: it asks first, as it evicts chat-small",
+        (*pick("1", 1), "l"),
+        ("code-mini loaded on workstation",),
+        answer=LOAD_ANYWAY,
+        hold=3.0,
+    ),
     Step("the fleet view: every model on every machine", ("f",), ("notes-nano", "chat-wide"), hold=3.0),
     Step("back to one machine", ("f",), ("models: workstation",)),
-    Step("a corrupt model on gpu-box-a fails, in one line", (*pick("2", 0), "l"), ("for the log",), hold=3.0),
+    Step(
+        "a corrupt model on gpu-box-a fails, in one line",
+        (*pick("2", 0), "l"),
+        ("for the log",),
+        gone=("Load anyway?",),  # the scenario's own failure of it may be on screen while the question is
+        answer=LOAD_ANYWAY,
+        hold=3.0,
+    ),
     Step("its own log lines", ("g",), ("failed to load model",), hold=4.0),
     Step("every key", ("?",), ("everywhere",), hold=4.0),
     # Waited for before the next key: an Escape followed at once by "1" is read as alt+1.
@@ -67,7 +85,12 @@ def play(
             time.sleep(key_pause)
         deadline = time.monotonic() + step.timeout
         shown = screen()
+        answered = False
         while not all(t in shown for t in step.shows) or any(t in shown for t in step.gone):
+            if step.answer and not answered and step.answer[0] in shown:
+                hold(step.hold / 2)  # a viewer reads the question
+                send_key(step.answer[1])
+                answered = True
             if time.monotonic() > deadline:
                 wanted = f"{step.shows} without {step.gone}" if step.gone else f"{step.shows}"
                 raise TourFailed(f"tour step {step.what!r}: never showed {wanted}; the screen:\n{shown}")
