@@ -4,7 +4,9 @@
 scripted tour (scripts/demo_tour.py) presses its keys and waits for what each shows, lingering so a viewer can
 read; then `q`. The demo runs in a fresh state directory (ROOT, removed and made again on every run, so the paths
 on screen are the same) and stops the routers it started when it quits. Timings differ between runs (real
-routers, real loads); the story does not. The tmux server is this run's own and is stopped by pid at the end.
+routers, real loads); the story does not. The tmux server is this run's own and is stopped by pid at the end;
+when the tour fails, the demo is quit with q (which stops its routers), and whatever still runs from ROOT is
+stopped by pid.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import psutil
 
 from scripts.demo_tour import play
 
@@ -73,6 +77,14 @@ def fresh_root(root: Path) -> None:
     (root / MARKER).write_text("made by python -m scripts.recording; removed at the end of each run\n")
 
 
+def stop_leftovers(root: Path) -> None:
+    """Every process still running from the demo's directory (its routers and their models), stopped by pid."""
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        if str(root) in " ".join(p.info["cmdline"] or []):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
+
+
 def check_cast(path: Path) -> int:
     """An asciicast v2 of the demo: the header, then events; returns how many. Raises when it is not one."""
     lines = path.read_text().splitlines()
@@ -109,9 +121,17 @@ def record(out: Path, root: Path) -> int:
         tmp.replace(out)
         done = True
     finally:
-        pane.stop()
         if not done:
             tmp.unlink(missing_ok=True)  # the last good recording stays
+            for key in ("Escape", "Escape", "q"):  # q stops the routers the demo started; a killed demo leaves them
+                pane.key(key)
+                time.sleep(0.5)
+            deadline = time.monotonic() + 30
+            while pane.alive() and time.monotonic() < deadline:
+                time.sleep(0.2)
+        pane.stop()
+        if not done:
+            stop_leftovers(root)
     shutil.rmtree(root, ignore_errors=True)
     return n
 
