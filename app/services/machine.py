@@ -9,7 +9,8 @@ import asyncio
 import contextlib
 import dataclasses
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from app.config import MachineConfig
@@ -53,6 +54,7 @@ LOG_PARSE_PER_FLUSH = 500
 LOG_FIRST_LINES = 200
 FAILURE_LOG_LINES = 8
 STREAM_STABLE_AFTER = 5.0  # a stream up at least this long resets the reconnect backoff
+CLOSE_WAIT = 3.0  # how long closing waits for each step (the followers, then the router client)
 
 Emit = Callable[[FleetEvent], None]
 
@@ -130,12 +132,12 @@ class Machine:
     async def close(self) -> None:
         for t in self._tasks:
             t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        # Bounded: a follower once stayed "cancelling" for good at quit, its stream's connection being closed inside
+        # httpcore's cancellation shield while another task still read it; quitting must not wait on that.
+        await _settle(self._tasks, CLOSE_WAIT)
         self._tasks = []
         if self.client is not None:
-            await self.client.aclose()
+            await _settle([asyncio.ensure_future(self.client.aclose())], CLOSE_WAIT)
             self.client = None
         with contextlib.suppress(Exception):
             await self.transport.close()
@@ -425,3 +427,13 @@ class Machine:
             state = self.view.router_state.value
             raise RouterNotRunning(self.name, state, self.view.router_reason if state == "not answering" else "")
         return self.client
+
+
+async def _settle(tasks: Sequence[asyncio.Future[Any]], within: float) -> None:
+    """Wait for tasks to end, at most `within` seconds; what they raise is theirs (they were cancelled)."""
+    if not tasks:
+        return
+    done, _ = await asyncio.wait(tasks, timeout=within)
+    for t in done:
+        if not t.cancelled():
+            t.exception()  # retrieved: a cancelled follower's error is not "never retrieved" noise at exit
