@@ -132,8 +132,8 @@ class Machine:
     async def close(self) -> None:
         for t in self._tasks:
             t.cancel()
-        # Bounded: a follower once stayed "cancelling" for good at quit, its stream's connection being closed inside
-        # httpcore's cancellation shield while another task still read it; quitting must not wait on that.
+        # Bounded: a follower was seen staying "cancelling" for good at quit, inside its event stream (a connection
+        # close within httpcore's cancellation shield is suspected); quitting must not wait on that.
         await _settle(self._tasks, CLOSE_WAIT)
         self._tasks = []
         if self.client is not None:
