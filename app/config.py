@@ -100,6 +100,9 @@ class UiConfig:
     log_lines: int = 10_000
     """Scrollback of the log panel, in lines (~350 bytes each; fast with 100,000 and more). Memory grows until the
     scrollback is full, so a larger one takes longer to level off. Each router's follower keeps up to 10,000."""
+    activity_every: float = 2.0
+    """Seconds between polls of each loaded model's activity (GET /metrics; the dashboard and `llamaherd top`).
+    Never asked of a model that is not loaded, and never loads one."""
 
 
 @dataclass(frozen=True)
@@ -143,8 +146,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "extra_args": (list,),
     "api_key_env": (str,),
 }
-_UI_TYPES: dict[str, tuple[type, ...]] = {"ascii": (bool,), "log_lines": (int,)}
-_TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a list of strings"}
+_UI_TYPES: dict[str, tuple[type, ...]] = {"ascii": (bool,), "log_lines": (int,), "activity_every": (float, int)}
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", list: "a list of strings"}
 _TOP_KEYS = ("machines", "ui", "keymap")
 _ROUTER_KEYS = ("program", "router_port", "models_max", "preset", "models_dirs", "extra_args")
 
@@ -271,6 +274,10 @@ def _parse_ui(raw: Any, path: Path, loc: _Locator) -> UiConfig:
         if key not in _UI_TYPES:
             raise ConfigError(f"{_where(path, loc.line_of(key, 'ui'))}: unknown key {key!r} in [ui]")
         _check_type(path, loc, key, value, _UI_TYPES[key], 0, "ui")
+    every = raw.get("activity_every", 2.0)
+    if not 0.5 <= every <= 3600:
+        line = loc.line_of("activity_every", "ui")
+        raise ConfigError(f"{_where(path, line)}: key 'activity_every' must be between 0.5 and 3600 seconds")
     return UiConfig(**raw)
 
 

@@ -16,6 +16,7 @@ from app.cli import (
     machine_cmds,
     preset_cmds,
     router_cmds,
+    top_cmds,
 )
 from app.cli.context import CliContext
 from app.cli.output import err
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit_cmds.add_parsers(sub)
     config_cmds.add_parsers(sub)
     history_cmds.add_parsers(sub)
+    top_cmds.add_parsers(sub)
     return parser
 
 

@@ -9,6 +9,7 @@ import sqlite3
 from app.config import Config
 from app.errors import ConfigError
 from app.services import model_files
+from app.services.activity_poll import ActivityChanged, ActivityPoller, Target, machine_target
 from app.services.discovery import DiscoveredModel, Discovery
 from app.services.errors import FitUnknown, HerdError, RouterError
 from app.services.fit_check import estimate_model, estimate_section
@@ -59,6 +60,10 @@ class Fleet:
         # Where a request this llamaherd makes is noted, so the history can say who asked (None: not noted).
         self.history: HistoryStore | None = None
         self.asked_by = "llamaherd"
+        self.activity = ActivityPoller(self._activity_targets, self._emit, every=config.ui.activity_every)
+
+    def _activity_targets(self) -> list[Target]:
+        return [t for m in self._machines.values() if (t := machine_target(m)) is not None]
 
     async def _asked(self, machine: str, model: str, action: str) -> None:
         if self.history is not None:
@@ -69,6 +74,8 @@ class Fleet:
 
     def _emit(self, ev: FleetEvent) -> None:
         for q in self._subscribers:
+            if isinstance(ev, ActivityChanged) and q.qsize() >= LOG_BACKLOG:
+                continue  # the next round replaces these figures: a subscriber that fell behind skips them
             if isinstance(ev, LogLines) and q.qsize() >= LOG_BACKLOG:
                 # A subscriber that stopped reading: its log lines are dropped (counted in a marker sent when it
                 # reads again), so the queue cannot grow with the log. State events always go through.
@@ -102,9 +109,11 @@ class Fleet:
         self._started = True
         for m in self._machines.values():
             m.start()
+        self.activity.start()
 
     async def close(self) -> None:
         """Stop following. Routers keep running: they outlive the dashboard."""
+        await self.activity.stop()
         await asyncio.gather(*(m.close() for m in self._machines.values()), return_exceptions=True)
         self._started = False
 

@@ -190,6 +190,19 @@ class RouterClient:
         path = f"/props?model={quote(model, safe='')}&autoload=false"
         return parse_model_props(model, await self._json("GET", path))
 
+    async def child_metrics(self, model: str, limit: int, timeout: float | None = None) -> str:
+        """The loaded child's Prometheus text, without loading it (autoload=false: an unloaded model answers 400).
+        Asking /metrics does not keep a child awake (the router's idle timer ignores it)."""
+        path = f"/metrics?model={quote(model, safe='')}&autoload=false"
+        _, body = await self._request("GET", path, limit=limit, timeout=timeout)
+        return body.decode("utf-8", errors="replace")
+
+    async def child_slots(self, model: str, limit: int, timeout: float | None = None) -> Any:
+        """The loaded child's slots, without loading it. Unlike /metrics, a /slots request counts as activity:
+        asked every few seconds, it kept a child with --sleep-idle-seconds from ever sleeping."""
+        path = f"/slots?model={quote(model, safe='')}&autoload=false"
+        return await self._json("GET", path, limit=limit, timeout=timeout)
+
     # ---- live events ----
 
     async def events(

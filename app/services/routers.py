@@ -245,6 +245,8 @@ class RouterManager:
         argv = (
             program, "--host", "127.0.0.1", "--port", str(port),
             "--models-preset", preset, "--models-max", str(self.machine.models_max),
+            # Per-model activity (tokens/s, requests in flight) is read from /metrics; the children inherit it.
+            "--metrics",
             *self.machine.extra_args,
         )  # fmt: skip
         await self.clear_record()  # starting a new router is what clears the old record

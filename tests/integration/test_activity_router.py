@@ -1,0 +1,118 @@
+"""Activity polling against a real router: real completions show tokens/s, polling never loads a model, a router
+without --metrics says how to get figures, and `llamaherd top` reads a router it started (keyed, --metrics)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+
+import httpx
+
+from app.services.activity import ModelActivity
+from app.services.activity_poll import ActivityPoller, Target
+from app.services.router_api import RouterClient
+from app.services.types import ModelState
+from tests.conftest import RouterFactory
+from tests.helpers.herd import Herd
+from tests.helpers.router import RouterProc
+
+
+async def load(c: RouterClient, router: RouterProc, model: str) -> None:
+    await c.load(model)
+    await asyncio.to_thread(router.wait_model, model, {"loaded"})
+
+
+async def completions(url: str, model: str, stop: asyncio.Event) -> int:
+    """Real completions, one after another, until told to stop; how many finished."""
+    done = 0
+    async with httpx.AsyncClient(timeout=30) as http:
+        while not stop.is_set():
+            r = await http.post(f"{url}/completion", json={"model": model, "prompt": "once upon", "n_predict": 24})
+            assert r.status_code == 200, r.text
+            done += 1
+    return done
+
+
+async def poll_until(p: ActivityPoller, pred: object, timeout: float, every: float = 0.5) -> ModelActivity:
+    """Poll every `every` s until a figure of the only model satisfies pred; its figures when it does."""
+    seen: list[ModelActivity] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for ev in await p.poll():
+            seen.extend(ev.models)
+            for a in ev.models:
+                if pred(a):  # type: ignore[operator]
+                    return a
+        await asyncio.sleep(every)
+    raise AssertionError(f"no figure within {timeout} s satisfied the test; the last ones: {seen[-4:]}")
+
+
+async def test_a_loop_of_completions_shows_tokens_per_second_and_then_zero(make_router: RouterFactory) -> None:
+    router = make_router(extra_args=["--metrics"])
+    async with RouterClient(router.url) as c:
+        await load(c, router, "alpha")
+        p = ActivityPoller(lambda: [Target("here", c, ("alpha",))])
+        first = (await p.poll())[0].models[0]
+        assert first.metrics and first.tokens_per_s is None and first.slots_total == 4  # one poll: no rate yet
+        stop = asyncio.Event()
+        loop = asyncio.create_task(completions(router.url, "alpha", stop))
+        try:
+            busy = await poll_until(p, lambda a: (a.tokens_per_s or 0) > 0, timeout=5)
+            assert busy.prompt_tokens_per_s is not None and busy.prompt_tokens_per_s > 0
+        finally:
+            stop.set()
+            assert await loop > 0
+        idle = await poll_until(p, lambda a: a.tokens_per_s == 0 and a.requests_processing == 0, timeout=5)
+        assert idle.slots_busy == 0 and idle.requests_deferred == 0
+        assert any(v > 0 for v in idle.spark) and idle.spark[-1] == 0  # the sparkline holds the busy minute
+
+
+async def test_polling_never_loads_a_model(make_router: RouterFactory) -> None:
+    router = make_router(extra_args=["--metrics"])
+    async with RouterClient(router.url) as c:
+        # A stale list says alpha is loaded; it is not. Poll it far more often than any dashboard would.
+        p = ActivityPoller(lambda: [Target("here", c, ("alpha", "beta"))])
+        for _ in range(40):
+            for ev in await p.poll():
+                assert ev.models == ()  # "model is not loaded": no figures, no error
+        await asyncio.sleep(1.0)  # a load would have begun by now
+        states = {m.id: m.state for m in await c.models()}
+        assert states["alpha"] is ModelState.UNLOADED and states["beta"] is ModelState.UNLOADED
+
+
+async def test_a_router_without_metrics_shows_no_figures_and_says_how_to_get_them(make_router: RouterFactory) -> None:
+    router = make_router()
+    async with RouterClient(router.url) as c:
+        await load(c, router, "alpha")
+        p = ActivityPoller(lambda: [Target("here", c, ("alpha",))])
+        for _ in range(2):
+            (ev,) = await p.poll()
+            (a,) = ev.models
+            assert not a.metrics and a.tokens_per_s is None and a.slots_total is None
+            assert ev.hint is not None and "--metrics" in ev.hint
+
+
+def test_top_reads_a_router_llamaherd_started(herd: Herd) -> None:
+    assert herd.run("start", "here").returncode == 0
+    r = herd.run("load", "here", "alpha", "--wait")
+    assert r.returncode == 0, r.stderr
+    rec = herd.record()
+    assert rec is not None and "--metrics" in rec["argv"]  # type: ignore[operator]
+    r = herd.run("top", "here", "--once", "--json")
+    assert r.returncode == 0, r.stderr
+    (line,) = r.stdout.splitlines()
+    doc = json.loads(line)
+    (m,) = doc["models"]
+    assert m["machine"] == "here" and m["model"] == "alpha" and m["metrics"] is True
+    assert m["tokens_per_s"] == 0 and m["requests_processing"] == 0 and m["slots_busy"] == 0
+    assert m["slots_total"] == 4 and m["requests_deferred"] == 0
+    assert doc["machines"] == [{"machine": "here", "problem": None, "hint": None}]
+    r = herd.run("top", "--once")
+    assert r.returncode == 0, r.stderr
+    head, row = r.stdout.splitlines()[:2]
+    assert head.split() == ["MACHINE", "MODEL", "TOK/S", "PROMPT/S", "REQS", "QUEUED", "SLOTS"]
+    assert row.split() == ["here", "alpha", "0.0", "0.0", "0", "0", "0/4"]
+    with contextlib.suppress(Exception):
+        herd.run("stop", "here")
