@@ -7,7 +7,7 @@ import contextlib
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx
 
@@ -21,6 +21,7 @@ from app.services.errors import (
     RouterUnreachable,
     SentNoAnswer,
 )
+from app.services.plain_get import plain_get
 from app.services.router_parse import (
     error_message,
     parse_event,
@@ -68,6 +69,7 @@ class RouterClient:
         self.name = name or self.base_url
         """Who the router is in messages: the machine's name where known."""
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._headers = headers
         # No keep-alive: the router closes some connections after proxied answers (GET /props?model=), and a
         # POST sent on such a half-closed pooled connection failed with "Server disconnected". Loopback
         # connections cost well under a millisecond.
@@ -194,7 +196,13 @@ class RouterClient:
         """The loaded child's Prometheus text, without loading it (autoload=false: an unloaded model answers 400).
         Asking /metrics does not keep a child awake (the router's idle timer ignores it)."""
         path = f"/metrics?model={quote(model, safe='')}&autoload=false"
-        _, body = await self._request("GET", path, limit=limit, timeout=timeout)
+        url = urlsplit(self.base_url)
+        if url.scheme == "http" and url.hostname and not url.path.strip("/"):  # the cheap path: see plain_get
+            port = url.port or 80
+            where = f"{self.name}: GET {path}"
+            body = await plain_get(url.hostname, port, path, self._headers, limit, timeout or self.timeout, where)
+        else:
+            _, body = await self._request("GET", path, limit=limit, timeout=timeout)
         return body.decode("utf-8", errors="replace")
 
     async def child_slots(self, model: str, limit: int, timeout: float | None = None) -> Any:
