@@ -50,6 +50,7 @@ from textual.widgets import Input
 
 from app import demo
 from app.config import Config
+from app.services.activity_poll import ActivityChanged
 from app.services.discovery import DiscoveredModel, Discovery
 from app.services.fit_estimate import FitEstimate
 from app.services.fleet import Fleet
@@ -166,6 +167,8 @@ class ShotFleet:
     def _pass(self, ev: FleetEvent) -> None:
         if isinstance(ev, HostStatsChanged):
             return  # the fixed figures stand instead
+        if isinstance(ev, ActivityChanged):
+            return  # tokens/s and its sparkline differ from run to run
         if isinstance(ev, MachineChanged):
             ev = MachineChanged(ev.machine, self._view(ev.view))
         if self.held or (self.hold_logs and isinstance(ev, LogLines)):

@@ -156,18 +156,21 @@ class DashboardScreen(Screen[None]):
         for name in changes.models:
             for done in self.notices.settled(name, state.get(name).models):
                 self.app.notify(done, timeout=4, markup=False)
+        for machine, hint in self.herd.state.take_hints():
+            self.notify(visible(hint), title=visible(machine), timeout=12, markup=False)
         self.update_bindings()
 
     def _show_models(self) -> None:
         st = self.herd.state.get(self.selected_machine)
-        self.model_table.show(self.selected_machine, st.models, stale=is_down(st.view))
+        self.model_table.show(self.selected_machine, st.models, stale=is_down(st.view), activity=st.activity)
 
     def _show_fleet(self) -> None:
         machines = self.herd.state.machines
         down = frozenset(n for n, st in machines.items() if is_down(st.view))
         self.fit.request_all()  # the fit column: estimates made in workers, shown as they come (_fit_arrived)
         fits = {n: self.fit.fit_words(n) for n in machines}
-        self.fleet_table.show({n: st.models for n, st in machines.items()}, down, fits)
+        activity = {n: st.activity for n, st in machines.items()}
+        self.fleet_table.show({n: st.models for n, st in machines.items()}, down, fits, activity)
 
     def _paint_title(self) -> None:
         sts = list(self.herd.state.machines.values())

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.services.activity import ModelActivity
 from app.services.textsafe import visible
 from app.services.types import ModelInfo
 from app.ui.format import BAD, BUSY, DIM, OK
@@ -27,6 +28,7 @@ class FleetTable(KeyedTable):
         self.sources: dict[str, tuple[ModelInfo, ...]] = {}
         self.fits: dict[str, Mapping[str, str]] = {}
         self.down: frozenset[str] = frozenset()
+        self.activity: Mapping[str, Mapping[str, ModelActivity]] = {}
         self.border_title = "fleet: every model on every machine"
 
     def show(
@@ -34,11 +36,14 @@ class FleetTable(KeyedTable):
         sources: Mapping[str, tuple[ModelInfo, ...]],
         down: frozenset[str] = frozenset(),
         fits: Mapping[str, Mapping[str, str]] | None = None,
+        activity: Mapping[str, Mapping[str, ModelActivity]] | None = None,
     ) -> None:
-        """`fits`: per machine, per model not running, its verdict word (fits, tight, no, ?)."""
+        """`fits`: per machine, per model not running, its verdict word (fits, tight, no, ?). `activity`: per
+        machine, per loaded model, its last polled figures."""
         self.sources = dict(sources)
         self.down = down
         self.fits = dict(fits or {})
+        self.activity = activity or {}
         self.refresh_rows()
 
     def desired_rows(self) -> dict[str, Row]:
@@ -47,12 +52,13 @@ class FleetTable(KeyedTable):
         for machine, models in self.sources.items():
             shown = g.clip(visible(machine), 14)
             style = DIM if machine in self.down else ""
+            acts = {} if machine in self.down else self.activity.get(machine, {})
             for m in models:
                 if matches(m, self.filter_text) or self.filter_text.lower() in machine.lower():
                     # Sorted by machine, a machine's models keep the order of their ids.
                     mcell = CellSpec(shown, style, (machine.lower(), m.id.lower()))
                     key = fleet_key(machine, m.id)
-                    model, status, *rest = self.cells(m, g, w, narrow, key)
+                    model, status, *rest = self.cells(m, g, w, narrow, key, acts.get(m.id))
                     word = self.fits.get(machine, {}).get(m.id, "")
                     style, rank = FIT_STYLE.get(word, ("", 4))
                     out[key] = (mcell, model, status, CellSpec(word, style, (rank, m.id.lower())), *rest)

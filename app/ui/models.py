@@ -20,8 +20,10 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 
+from app.services.activity import ModelActivity
 from app.services.textsafe import visible
-from app.services.types import ModelInfo
+from app.services.types import ModelInfo, ModelState
+from app.ui.activity_cells import activity_cell, machine_total
 from app.ui.format import DIM, badge, human_bytes, human_count, human_ctx, state_rank, vision
 from app.ui.glyphs import Glyphs
 from app.ui.plain import plain
@@ -80,6 +82,7 @@ class SortCell(Text):
 MODEL_COLUMNS: tuple[Col, ...] = (
     Col("model", "model"),
     Col("status", "status"),
+    Col("activity", "tok/s"),
     Col("vision", "vision"),
     Col("ctx", "ctx"),
     Col("size", "size"),
@@ -90,7 +93,7 @@ MODEL_COLUMNS: tuple[Col, ...] = (
 )
 
 
-def model_cells(m: ModelInfo, g: Glyphs, id_width: int, narrow: bool) -> Row:
+def model_cells(m: ModelInfo, g: Glyphs, id_width: int, narrow: bool, act: ModelActivity | None = None) -> Row:
     btext, bstyle = badge(m, g)
     if narrow and " " in btext and "%" in btext:
         btext = btext.rsplit(" ", 1)[0]  # the percentage is enough where columns are scarce
@@ -102,6 +105,7 @@ def model_cells(m: ModelInfo, g: Glyphs, id_width: int, narrow: bool) -> Row:
     return (
         CellSpec(g.clip(shown_id, id_width), "bold", m.id.lower()),
         CellSpec(btext, bstyle, (state_rank(m), m.id.lower())),
+        CellSpec(*activity_cell(act if m.state is ModelState.LOADED else None, g, narrow)),
         CellSpec(vtext, vstyle, {"yes": 0, "no": 1}.get(vtext, 2)),
         CellSpec(human_ctx(m.n_ctx), "", m.n_ctx or -1),
         CellSpec(human_bytes(m.size), "", m.size or -1),
@@ -148,7 +152,7 @@ class KeyedTable(DataTable[Text]):
         self.sort_index = 0
         self.sort_reverse = False
         self.filter_text = ""
-        self._cell_cache: dict[str, tuple[ModelInfo, tuple[int, bool], Row]] = {}
+        self._cell_cache: dict[str, tuple[ModelInfo, tuple[int, bool, ModelActivity | None], Row]] = {}
         self._widths: list[dict[str, int]] = [{} for _ in self.cols]
         """Per column, each row's cell width: a column shrinks back when its widest cell narrows or goes."""
 
@@ -243,15 +247,17 @@ class KeyedTable(DataTable[Text]):
         for col in self.columns.values():
             col.content_width = col.label.cell_len
 
-    def cells(self, m: ModelInfo, g: Glyphs, id_width: int, narrow: bool, key: str = "") -> Row:
+    def cells(
+        self, m: ModelInfo, g: Glyphs, id_width: int, narrow: bool, key: str = "", act: ModelActivity | None = None
+    ) -> Row:
         """model_cells, remembered per row: the fleet hands the same ModelInfo objects back for models that did
         not change, and rebuilding 500 rows on every flush was most of a burst's cost."""
         k = key or m.id
         hit = self._cell_cache.get(k)
-        if hit is not None and hit[0] is m and hit[1] == (id_width, narrow):
+        if hit is not None and hit[0] is m and hit[1] == (id_width, narrow, act):
             return hit[2]
-        row = model_cells(m, g, id_width, narrow)
-        self._cell_cache[k] = (m, (id_width, narrow), row)
+        row = model_cells(m, g, id_width, narrow, act)
+        self._cell_cache[k] = (m, (id_width, narrow, act), row)
         return row
 
     def cursor_key(self) -> str | None:
@@ -322,21 +328,33 @@ class ModelTable(KeyedTable):
         super().__init__(MODEL_COLUMNS, glyphs, **kw)
         self.machine = ""
         self.models: tuple[ModelInfo, ...] = ()
+        self.activity: Mapping[str, ModelActivity] = {}
 
-    def show(self, machine: str, models: Iterable[ModelInfo], stale: bool = False) -> RowDiff:
+    def show(
+        self,
+        machine: str,
+        models: Iterable[ModelInfo],
+        stale: bool = False,
+        activity: Mapping[str, ModelActivity] | None = None,
+    ) -> RowDiff:
         if machine != self.machine:
             self.reset_rows()  # another machine's list is another table, not an update of this one
             self.machine = machine
         self.models = tuple(models)
+        self.activity = {} if stale else (activity or {})
         # A machine that is down keeps its last known list, dimmed, rather than an empty table.
         note = (" (nothing known yet)" if not self.models else " (last known)") if stale else ""
-        self.border_title = plain(f"models: {machine}{note}")
+        total = machine_total(self.activity.values())  # in the title: a line more on the card moved the panes
+        self.border_title = plain(f"models: {machine}{note}" + (f" · {total}" if total else ""))
         self.set_class(stale, "-stale")
         return self.refresh_rows()
 
     def desired_rows(self) -> dict[str, Row]:
         w, narrow, g = self.id_width, self.narrow, self.glyphs
-        return {m.id: self.cells(m, g, w, narrow) for m in self.models if matches(m, self.filter_text)}
+        act = self.activity
+        return {
+            m.id: self.cells(m, g, w, narrow, act=act.get(m.id)) for m in self.models if matches(m, self.filter_text)
+        }
 
     def selected_model(self) -> str | None:
         return self.cursor_key()

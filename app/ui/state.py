@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from app.services.activity import ModelActivity
+from app.services.activity_poll import ActivityChanged
 from app.services.errors import HerdError, ProgramNotFound
 from app.services.types import (
     Connection,
@@ -46,6 +48,11 @@ class MachineState:
     problem_model: str | None = None
     missing_program: bool = False
     """A start was refused for want of llama-server: the machines pane says how to get one until a router runs."""
+    activity: dict[str, ModelActivity] = field(default_factory=dict)
+    """The last polling round's figures of the loaded models, by model id."""
+    activity_hint: str | None = None
+    """How to get figures from a router without --metrics; told once (see take_hints)."""
+    hint_told: bool = False
 
     def cpu_history(self, now: float) -> list[float]:
         return [pct for t, pct in self.cpu if now - t <= CPU_WINDOW]
@@ -130,11 +137,25 @@ class HerdState:
                 cards.add(ev.machine)
             elif isinstance(ev, LogLines):
                 logs.append((ev.machine, ev.lines))
+            elif isinstance(ev, ActivityChanged):
+                st.activity = {a.model: a for a in ev.models}
+                st.activity_hint = ev.hint
+                models.add(ev.machine)
+                cards.add(ev.machine)
             elif isinstance(ev, Problem):
                 self.note_problem(ev.machine, ev.message, ev.model, action=ev.action, error=ev.error)
                 problems.append(ev)
                 cards.add(ev.machine)
         return Changes(frozenset(cards), frozenset(models), tuple(logs), tuple(problems))
+
+    def take_hints(self) -> list[tuple[str, str]]:
+        """(machine, hint) for each machine whose router has no metrics and has not been told so yet."""
+        out = []
+        for name, st in self.machines.items():
+            if st.activity_hint and not st.hint_told:
+                st.hint_told = True
+                out.append((name, st.activity_hint))
+        return out
 
     def note_problem(
         self, machine: str, message: str, model: str | None = None, *, action: str = "", error: HerdError | None = None
