@@ -85,18 +85,26 @@ class ActivityPoller:
         self.rates = Rates()
         self._slots_total: dict[tuple[str, str], int | None] = {}
         self._task: asyncio.Task[None] | None = None
+        self._polled: set[str] = set()  # machines that had something to poll last round
 
     # ---- one round ----
 
     async def poll(self) -> list[ActivityChanged]:
-        """Poll every target once; one ActivityChanged per machine, in the targets' order."""
+        """Poll every target once: one ActivityChanged per machine polled, in the targets' order, and an empty one
+        for each machine polled last round and not now."""
         targets = list(self.targets())
         rounds = await asyncio.gather(*(self._router(t) for t in targets))
         self.rates.keep_only((t.machine, m) for t in targets for m in t.models)
         live = {(t.machine, m) for t in targets for m in t.models}
         for k in [k for k in self._slots_total if k not in live]:
             del self._slots_total[k]
-        return [ActivityChanged(t.machine, acts, hint) for t, (acts, hint) in zip(targets, rounds, strict=True)]
+        out = [ActivityChanged(t.machine, acts, hint) for t, (acts, hint) in zip(targets, rounds, strict=True)]
+        # A machine with nothing left to poll (its models unloaded, its router gone) is told so once, or its last
+        # figures would stand.
+        polled = {t.machine for t in targets}
+        out += [ActivityChanged(m, ()) for m in sorted(self._polled - polled)]
+        self._polled = polled
+        return out
 
     async def _router(self, t: Target) -> tuple[tuple[ModelActivity, ...], str | None]:
         gate = asyncio.Semaphore(PER_ROUTER)

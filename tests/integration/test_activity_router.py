@@ -10,13 +10,16 @@ import time
 
 import httpx
 
+from app.config import Config, MachineConfig, UiConfig
 from app.services.activity import ModelActivity
-from app.services.activity_poll import ActivityPoller, Target
+from app.services.activity_poll import ActivityChanged, ActivityPoller, Target
+from app.services.fleet import Fleet
 from app.services.router_api import RouterClient
 from app.services.types import ModelState
 from tests.conftest import RouterFactory
 from tests.helpers.herd import Herd
 from tests.helpers.router import RouterProc
+from tests.helpers.wait import wait_for
 
 
 async def load(c: RouterClient, router: RouterProc, model: str) -> None:
@@ -116,3 +119,29 @@ def test_top_reads_a_router_llamaherd_started(herd: Herd) -> None:
     assert row.split() == ["here", "alpha", "0.0", "0.0", "0", "0", "0/4"]
     with contextlib.suppress(Exception):
         herd.run("stop", "here")
+
+
+async def test_the_fleet_polls_what_is_loaded_and_says_when_nothing_is(make_router: RouterFactory) -> None:
+    router = make_router(extra_args=["--metrics"])
+    cfg = Config(machines=(MachineConfig(name="box", url=router.url),), ui=UiConfig(activity_every=0.5))
+    fleet = Fleet(cfg)
+    q = fleet.subscribe()
+    await fleet.start()
+    try:
+
+        async def next_activity(pred: object) -> ActivityChanged:
+            async with asyncio.timeout(30):
+                while True:
+                    ev = await q.get()
+                    if isinstance(ev, ActivityChanged) and pred(ev):  # type: ignore[operator]
+                        return ev
+
+        await wait_for(lambda: fleet.view("box").stream == "sse", 30, what="the stream connected")
+        await fleet.load("box", "alpha")
+        ev = await next_activity(lambda e: e.models and e.models[0].tokens_per_s is not None)
+        (a,) = ev.models
+        assert (a.machine, a.model, a.metrics, a.slots_total, a.tokens_per_s) == ("box", "alpha", True, 4, 0.0)
+        await fleet.unload("box", "alpha")
+        assert (await next_activity(lambda e: not e.models)).machine == "box"  # its figures are withdrawn
+    finally:
+        await fleet.close()
