@@ -41,7 +41,7 @@ import shutil
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -219,6 +219,9 @@ class ShotFleet:
 
     async def llama_server_found(self, machine: str) -> str | None:
         return await self.fleet.llama_server_found(machine)
+
+    def watch_activity(self, machines: Collection[str] | None) -> None:
+        self.fleet.watch_activity(machines)
 
     # files: the preset editor's and the model files screen's part of the fleet
 

@@ -86,13 +86,16 @@ class ActivityPoller:
         self._slots_total: dict[tuple[str, str], int | None] = {}
         self._task: asyncio.Task[None] | None = None
         self._polled: set[str] = set()  # machines that had something to poll last round
+        self.only: frozenset[str] | None = None
+        """Machines to poll (None: every one). The dashboard polls what it shows: a hidden machine costs nothing."""
 
     # ---- one round ----
 
     async def poll(self) -> list[ActivityChanged]:
         """Poll every target once: one ActivityChanged per machine polled, in the targets' order, and an empty one
         for each machine polled last round and not now."""
-        targets = list(self.targets())
+        only = self.only
+        targets = [t for t in self.targets() if only is None or t.machine in only]
         rounds = await asyncio.gather(*(self._router(t) for t in targets))
         self.rates.keep_only((t.machine, m) for t in targets for m in t.models)
         live = {(t.machine, m) for t in targets for m in t.models}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+from collections.abc import Collection
 
 from app.config import Config
 from app.errors import ConfigError
@@ -69,6 +70,10 @@ class Fleet:
         if self.history is not None:
             with contextlib.suppress(sqlite3.Error, OSError):  # a history that cannot be written stops nothing
                 await self.history.note_request(machine, model, action, self.asked_by)
+
+    def watch_activity(self, machines: Collection[str] | None) -> None:
+        """Poll the activity of these machines only (None: all); the others' figures are withdrawn."""
+        self.activity.only = None if machines is None else frozenset(machines)
 
     # ---- events ----
 

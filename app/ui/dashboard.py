@@ -241,6 +241,7 @@ class DashboardScreen(Screen[None]):
             return
         self.selected_machine = name
         self.machines.selected = name
+        self._watch_activity()
         self._show_models()
         self.logs.current_model = self.model_table.selected_model()
         view = self.herd.state.get(name).view
@@ -411,10 +412,15 @@ class DashboardScreen(Screen[None]):
             self._show_fleet()
             switcher.current = "fleet"
             self.fleet_table.focus()
+        self._watch_activity()
         self.update_bindings()
 
     def action_history(self) -> None:
         self.app.push_screen(HistoryScreen(self.herd.history, self.herd.now))
+
+    def _watch_activity(self) -> None:
+        # Only what is on screen is polled: the selected machine, or every machine in the fleet view.
+        self.herd.fleet.watch_activity(None if self.fleet_view else (self.selected_machine,))
 
     def action_help(self) -> None:
         hint = str(self.herd.config_path) if self.herd.config_path else "config.toml"

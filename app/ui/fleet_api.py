@@ -9,6 +9,7 @@ for, raise NotOffered, which the UI treats like any other refusal of the fleet.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 from typing import Protocol
 
 from app.config import Config
@@ -43,6 +44,10 @@ class FleetApi(Protocol):
     def models(self, machine: str) -> tuple[ModelInfo, ...]: ...
 
     def log_lines(self, machine: str) -> tuple[LogLine, ...]: ...
+
+    def watch_activity(self, machines: Collection[str] | None) -> None:
+        """Poll the live activity of these machines only (None: every machine)."""
+        ...
 
     # ---- commands ----
 

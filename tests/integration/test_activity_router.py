@@ -141,6 +141,10 @@ async def test_the_fleet_polls_what_is_loaded_and_says_when_nothing_is(make_rout
         ev = await next_activity(lambda e: e.models and e.models[0].tokens_per_s is not None)
         (a,) = ev.models
         assert (a.machine, a.model, a.metrics, a.slots_total, a.tokens_per_s) == ("box", "alpha", True, 4, 0.0)
+        fleet.watch_activity(["elsewhere"])  # box is not on screen: its figures go, and it is not asked
+        await next_activity(lambda e: not e.models)
+        fleet.watch_activity(None)
+        await next_activity(lambda e: e.models and e.models[0].model == "alpha")
         await fleet.unload("box", "alpha")
         assert (await next_activity(lambda e: not e.models)).machine == "box"  # its figures are withdrawn
     finally:

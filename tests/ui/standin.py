@@ -8,6 +8,7 @@ llama-server to look for: `has_files` is False and those methods raise NotOffere
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from textual.worker import NoActiveWorker, get_current_worker
@@ -78,6 +79,9 @@ class StandInFleet:
             q.put_nowait(ev)
         self.queues.append(q)
         return q
+
+    def watch_activity(self, machines: Collection[str] | None) -> None:
+        self.calls.append(("watch_activity", *(sorted(machines) if machines is not None else ["*"])))
 
     def unsubscribe(self, q: asyncio.Queue[FleetEvent]) -> None:
         if q in self.queues:

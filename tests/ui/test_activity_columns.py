@@ -73,3 +73,20 @@ def test_the_sparkline_keeps_a_burst_when_it_squeezes_a_minute() -> None:
     squeezed = squeeze(burst, SPARK_CELLS)
     assert len(squeezed) == SPARK_CELLS and max(squeezed) == 99.0
     assert squeeze((1.0, 2.0), SPARK_CELLS) == [1.0, 2.0]
+
+
+async def test_only_the_machines_on_screen_are_polled() -> None:
+    fleet = demo_fleet()
+    app = make_app(Config(), fleet, frozen_time=NOW)
+
+    def watched() -> tuple[str, ...]:
+        return next((c[1:] for c in reversed(fleet.calls) if c[0] == "watch_activity"), ())
+
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: watched() == ("workstation",))
+        await pilot.press("2")
+        await wait_for(pilot, lambda: watched() == ("gpu-box",))
+        await pilot.press("f")  # the fleet view shows every machine's models
+        await wait_for(pilot, lambda: watched() == ("*",))
+        await pilot.press("f")
+        await wait_for(pilot, lambda: watched() == ("gpu-box",))
