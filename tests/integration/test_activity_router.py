@@ -98,6 +98,8 @@ async def test_a_router_without_metrics_shows_no_figures_and_says_how_to_get_the
 
 
 def test_top_reads_a_router_llamaherd_started(herd: Herd) -> None:
+    r = herd.run("top", "--once")  # no router yet: said, and nothing else is wrong
+    assert r.returncode == 0 and "(no loaded model)" in r.stdout and "llamaherd start here" in r.stdout, r
     assert herd.run("start", "here").returncode == 0
     r = herd.run("load", "here", "alpha", "--wait")
     assert r.returncode == 0, r.stderr
