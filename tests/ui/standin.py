@@ -50,6 +50,8 @@ class StandInFleet:
     replay: list[FleetEvent] = field(default_factory=list)
     """Events every new subscriber gets after the current state (host stats history, log lines)."""
     config: Config = field(default_factory=Config)
+    watched: list[tuple[str, ...]] = field(default_factory=list)
+    """Each watch_activity call: the machines whose activity the dashboard asked for ("*": all)."""
     estimates: dict[tuple[str, str], FitEstimate | str] = field(default_factory=dict)
     """What fit_estimate answers per (machine, model): an estimate, or the reason there is none (FitUnknown)."""
     estimate_calls: list[tuple[str, str, bool]] = field(default_factory=list)
@@ -81,7 +83,7 @@ class StandInFleet:
         return q
 
     def watch_activity(self, machines: Collection[str] | None) -> None:
-        self.calls.append(("watch_activity", *(sorted(machines) if machines is not None else ["*"])))
+        self.watched.append(tuple(sorted(machines)) if machines is not None else ("*",))
 
     def unsubscribe(self, q: asyncio.Queue[FleetEvent]) -> None:
         if q in self.queues:

@@ -80,7 +80,7 @@ async def test_only_the_machines_on_screen_are_polled() -> None:
     app = make_app(Config(), fleet, frozen_time=NOW)
 
     def watched() -> tuple[str, ...]:
-        return next((c[1:] for c in reversed(fleet.calls) if c[0] == "watch_activity"), ())
+        return fleet.watched[-1] if fleet.watched else ()
 
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: watched() == ("workstation",))
