@@ -30,7 +30,9 @@ async def load(c: RouterClient, router: RouterProc, model: str) -> None:
 async def completions(url: str, model: str, stop: asyncio.Event) -> int:
     """Real completions, one after another, until told to stop; how many finished."""
     done = 0
-    async with httpx.AsyncClient(timeout=30) as http:
+    # No keep-alive: the router closes the connection after a proxied answer, and a request sent on it then
+    # failed with "Server disconnected without sending a response".
+    async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_keepalive_connections=0)) as http:
         while not stop.is_set():
             r = await http.post(f"{url}/completion", json={"model": model, "prompt": "once upon", "n_predict": 24})
             assert r.status_code == 200, r.text
