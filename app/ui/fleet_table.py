@@ -60,8 +60,8 @@ class FleetTable(KeyedTable):
                     key = fleet_key(machine, m.id)
                     model, status, *rest = self.cells(m, g, w, narrow, key, acts.get(m.id))
                     word = self.fits.get(machine, {}).get(m.id, "")
-                    style, rank = FIT_STYLE.get(word, ("", 4))
-                    out[key] = (mcell, model, status, CellSpec(word, style, (rank, m.id.lower())), *rest)
+                    fit_style, rank = FIT_STYLE.get(word, ("", 4))
+                    out[key] = (mcell, model, status, CellSpec(word, fit_style, (rank, m.id.lower())), *rest)
         return out
 
     def selected(self) -> tuple[str, str] | None:
