@@ -22,6 +22,7 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Static
 from app.services.binary import HOW_TO_GET
 from app.services.errors import HerdError
 from app.services.textsafe import visible
+from app.services.types import Connection
 from app.ui import keys
 from app.ui.confirm import ConfirmScreen
 from app.ui.feedback import ActionNotices, one_line_failure
@@ -37,6 +38,7 @@ from app.ui.models import KeyedTable, ModelTable
 from app.ui.preset_form import PresetForm
 from app.ui.prompt import Prompt
 from app.ui.state import Changes
+from app.ui.unreachable import UnreachableNotices, unreachable_sentence
 from app.ui.watchers import prune_closed_watchers
 
 if TYPE_CHECKING:
@@ -58,6 +60,7 @@ class DashboardScreen(Screen[None]):
         self._notice_shown = Text()
         self.fit = FitAdvisor(lambda: self.herd, self._fit_arrived, time.monotonic)
         self.notices = ActionNotices()
+        self._unreachable = UnreachableNotices()
 
     @property
     def herd(self) -> HerdApp:
@@ -140,6 +143,8 @@ class DashboardScreen(Screen[None]):
         with self.app.batch_update():
             for name in changes.cards:
                 self.machines.update_machine(state.get(name))
+            if self.selected_machine in changes.cards:
+                self.logs.set_note(self._log_note(self.selected_machine))
             stale = is_down(state.get(self.selected_machine).view)
             if self.selected_machine in changes.models or stale != self.model_table.has_class("-stale"):
                 self._show_models()
@@ -158,6 +163,9 @@ class DashboardScreen(Screen[None]):
                 self.app.notify(done, timeout=4, markup=False)
         for machine, hint in self.herd.state.take_hints():
             self.notify(visible(hint), title=visible(machine), timeout=12, markup=False)
+        for name in changes.cards:
+            if said := self._unreachable.seen(state.get(name).view):
+                self.app.notify(said, title="machine unreachable", severity="warning", timeout=10, markup=False)
         self.update_bindings()
 
     def _show_models(self) -> None:
@@ -244,13 +252,17 @@ class DashboardScreen(Screen[None]):
         self._watch_activity()
         self._show_models()
         self.logs.current_model = self.model_table.selected_model()
-        view = self.herd.state.get(name).view
-        if view.managed:
-            note = f"no log lines from {name} yet"
-        else:
-            note = f"{name} is attached: somebody else's router, whose log is not read from here"
-        self.logs.set_source(name, self.herd.fleet.log_lines(name), note=note)
+        self.logs.set_source(name, self.herd.fleet.log_lines(name), note=self._log_note(name))
         self.update_bindings()
+
+    def _log_note(self, name: str) -> str:
+        """What the log panel says while it has no line of `name`."""
+        view = self.herd.state.get(name).view
+        if view.connection is Connection.UNREACHABLE:
+            return f"no log lines: {unreachable_sentence(view)}"
+        if view.managed:
+            return f"no log lines from {name} yet"
+        return f"{name} is attached: somebody else's router, whose log is not read from here"
 
     @on(MachinesPane.Picked)
     def _picked(self, event: MachinesPane.Picked) -> None:

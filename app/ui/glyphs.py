@@ -58,7 +58,8 @@ class Glyphs:
 
     def wrap(self, text: str, width: int, max_lines: int) -> list[str]:
         """Word-wrapped to `width`, at most `max_lines` lines, the last clipped with the ellipsis."""
-        words = text.split()
+        # A word longer than a line (a URL, a path) is folded over lines rather than cut: wrap, never cut.
+        words = [w[i : i + width] for w in text.split() for i in range(0, len(w), max(1, width))]
         lines: list[str] = []
         cur = ""
         for w in words:

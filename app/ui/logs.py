@@ -170,6 +170,13 @@ class LogPanel(ScrollView, can_focus=True):
         self.following = True
         self.rewrite()
 
+    def set_note(self, note: str) -> None:
+        """Say `note` while there is no line (the machine went down or came back since the source was set)."""
+        if note != self.note:
+            self.note = note
+            if not self.view:
+                self.refresh()
+
     def append(self, lines: Iterable[LogLine]) -> None:
         new = self._add(lines)
         shown = sum(1 for ln in new if self.wanted(ln)) if self.filtering else len(new)

@@ -28,6 +28,8 @@ from app.ui.plain import plain, safe_text
 from app.ui.state import MachineState
 
 ONE_LINE_MIN_WIDTH = 56  # below this a card uses several lines
+# Why a machine is down, in full on the selected card (others keep a line or two): the most lines it may take.
+REASON_LINES_SELECTED = {True: 4, False: 12}  # one-line cards (the pane is at most 8 rows high), side column
 OPEN_ROUTER_TEXT = "open: no API key: anyone on that host can use it. Restart it with one: x then s"
 
 
@@ -52,6 +54,7 @@ class MachineCard(Widget):
 
     def watch_selected(self, value: bool) -> None:
         self.set_class(value, "-selected")
+        self.refresh(layout=True)  # the selected card of a machine that is down says why in full: another height
 
     def update_state(self, state: MachineState) -> None:
         self.state = state
@@ -91,9 +94,13 @@ class MachineCard(Widget):
         mark = Text(g.selected if self.selected else " ", style="bold")
         dot = Text(g.machine_down if down else g.machine_up, style=BAD if down else "green")
         name = plain(v.name, "bold")
-        if width >= ONE_LINE_MIN_WIDTH:
+        one_line = width >= ONE_LINE_MIN_WIDTH
+        word, _, reason = ctext.partition(": ")
+        told = self.selected and bool(reason)  # the selected card says the whole reason, wrapped
+        if one_line:
             name.pad_right(max(0, self.name_width - name.cell_len))
-            head = Text.assemble(mark, dot, " ", name, "  ", (ctext.ljust(9), cstyle), " ", (rtext.ljust(14), rstyle))
+            link = word if told else ctext
+            head = Text.assemble(mark, dot, " ", name, "  ", (link.ljust(9), cstyle), " ", (rtext.ljust(14), rstyle))
             label_room = len(self._stale_text) + 2 if self._stale_text else 0
             stats = self._fit_stats(width - head.cell_len - label_room)
             if self._stale_text and stats.plain:
@@ -101,10 +108,12 @@ class MachineCard(Widget):
                 stats.append("  ")
                 stats.append(self._stale_text, style=BUSY)
             lines = [head + stats]
+            if told:
+                chunks = g.wrap(reason, max(4, width - 3), REASON_LINES_SELECTED[True])
+                lines += [Text.assemble("   ", (chunk, cstyle)) for chunk in chunks]
         else:
             # A side column: the link's state word beside the name, reasons wrapped below it, never cut to nothing.
             inner = max(8, width - 2)
-            word, _, reason = ctext.partition(": ")
             head = Text.assemble(mark, dot, " ", name)
             gap = width - head.cell_len - len(word)
             if gap >= 1:
@@ -113,7 +122,8 @@ class MachineCard(Widget):
                 lines = [head]
             else:
                 lines = [head, Text.assemble("  ", (g.clip(word, inner), cstyle))]
-            lines += [Text.assemble("  ", (chunk, cstyle)) for chunk in g.wrap(reason, inner, 2)]
+            most = REASON_LINES_SELECTED[False] if told else 2
+            lines += [Text.assemble("  ", (chunk, cstyle)) for chunk in g.wrap(reason, inner, most)]
             lines += [Text.assemble("  ", (chunk, rstyle)) for chunk in g.wrap(rtext, inner, 2)]
             parts = self._stat_parts(inner, compact=False)
             if self._stale_text and st.stats is not None:
@@ -125,11 +135,11 @@ class MachineCard(Widget):
         if v.open_router:
             # A router started before llamaherd required a key: anyone on that host can drive it.
             room = max(4, width - 3)
-            for chunk in g.wrap(OPEN_ROUTER_TEXT, room, 1 if width >= ONE_LINE_MIN_WIDTH else 3):
+            for chunk in g.wrap(OPEN_ROUTER_TEXT, room, 1 if one_line else 3):
                 lines.append(Text.assemble("   ", (chunk, BUSY)))
         if st.problem:
             room = max(4, width - 3)
-            wrapped = g.wrap(visible_lines(st.problem), room, 1 if width >= ONE_LINE_MIN_WIDTH else 3)
+            wrapped = g.wrap(visible_lines(st.problem), room, 1 if one_line else 3)
             for i, chunk in enumerate(wrapped):
                 lines.append(Text.assemble(" ", (g.failed if i == 0 else " ", BAD), " ", (chunk, BAD)))
         if down:
@@ -336,8 +346,8 @@ class MachinesPane(VerticalScroll, can_focus=True):
         for n, card in self._cards.items():
             card.selected = n == name
             if n == name:
-                card.refresh()
-                self.scroll_to_widget(card, animate=False)
+                # After the card's new height is laid out (the selected card of a machine that is down is taller).
+                self.call_after_refresh(self.scroll_to_widget, card, animate=False)
 
     def action_move(self, step: int) -> None:
         names = self.names

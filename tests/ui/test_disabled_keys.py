@@ -17,10 +17,10 @@ def warnings(app: HerdApp) -> list[str]:
     seen: list[str] = []
     notify = app.notify
 
-    def rec(message: str, *, severity: Any = "information", **kw: Any) -> None:
-        if severity == "warning":
+    def rec(message: str, *, severity: Any = "information", title: str = "", **kw: Any) -> None:
+        if severity == "warning" and title != "machine unreachable":  # that one is said when it goes, unasked
             seen.append(message)
-        notify(message, severity=severity, **kw)
+        notify(message, severity=severity, title=title, **kw)
 
     app.notify = rec  # type: ignore[method-assign]
     return seen
