@@ -95,6 +95,7 @@ class LogPanel(ScrollView, can_focus=True):
         Binding("w", "cycle_level", "Levels", id="log_level"),
         Binding("m", "toggle_model", "Model", id="log_model"),
         Binding("slash", "search", "Search", id="log_search"),
+        Binding("escape", "clear_filter", "Clear the search and the model filter", show=False, id="log_clear_filter"),
     ]
 
     following: reactive[bool] = reactive(True, init=False)
@@ -141,7 +142,20 @@ class LogPanel(ScrollView, can_focus=True):
 
     @property
     def line_count(self) -> int:
-        return len(self.view) if self.view else int(bool(self.note))
+        return len(self.view) if self.view else int(bool(self.empty_note))
+
+    @property
+    def hides(self) -> bool:
+        """A search or a model filter is in effect: what Esc clears."""
+        return bool(self.search) or self.model is not None
+
+    @property
+    def empty_note(self) -> str:
+        """What the panel says when no line is shown: that the filter hides them all, or the source's note."""
+        if self.filtering and self.buffer:
+            how = " · Esc clears" if self.hides else ""
+            return f"no line matches the filter ({len(self.buffer):,} lines hidden){how}"
+        return self.note
 
     def wanted(self, ln: LogLine) -> bool:
         if ln.source == SKIPPED:
@@ -164,6 +178,7 @@ class LogPanel(ScrollView, can_focus=True):
         self._width = 0
         if self.model is not None and self.model != self.current_model:
             self.model = None
+        self.search = ""  # a search of another machine's log: it made this one look empty
         self.unseen = 0
         self.skipped = 0
         self._add(lines)
@@ -260,10 +275,12 @@ class LogPanel(ScrollView, can_focus=True):
         if self.skipped:
             parts.append(f"{self.skipped:,} skipped")
         parts.append(LEVEL_NAMES[self.level])
-        if self.model:
-            parts.append(f"model {self.model}")
+        # A filter in effect is said plainly, with how to clear it: a search once survived and hid every line.
+        filters = [f"model {self.model}"] if self.model else []
         if self.search:
-            parts.append(f"/{self.search}")
+            filters.append(f"/{self.search}")
+        if filters:
+            parts += ["filter: " + " ".join(filters), "Esc clears"]
         self.border_subtitle = plain(f" {self.glyphs.dot} ".join(parts))  # a model name or a search: not markup
 
     # ---- rendering: only the rows on screen ----
@@ -283,8 +300,9 @@ class LogPanel(ScrollView, can_focus=True):
         view = self.view
         i = scroll_y + y
         if not view:
-            if i == 0 and self.note:
-                strip = Strip(Text(visible(self.note), style=DIM).render(self.app.console))
+            note = self.empty_note
+            if i == 0 and note:
+                strip = Strip(Text(visible(note), style=DIM).render(self.app.console))
                 return strip.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
             return Strip.blank(width, style)
         if i >= len(view):
@@ -331,6 +349,13 @@ class LogPanel(ScrollView, can_focus=True):
 
     def action_search(self) -> None:
         self.post_message(LogSearch())
+
+    def action_clear_filter(self) -> None:
+        """Esc: the search goes, and the model filter with it; with neither, Esc is someone else's."""
+        if not self.hides:
+            raise SkipAction()
+        self.search = ""
+        self.show_model(None)
 
     # Scrolling back through the log pauses it; going to the end follows again. No scroll animation: each of its
     # frames rendered every row anew, ~20 frames for one page-up, for nothing the eye needs in a log.

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from rich.cells import cell_len
 from rich.text import Text
 from textual import events
+from textual.actions import SkipAction
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.coordinate import Coordinate
@@ -134,6 +135,7 @@ class KeyedTable(DataTable[Text]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "cycle_sort", "Sort", show=False, id="sort"),
         Binding("O", "reverse_sort", "Reverse sort", show=False, id="sort_reverse"),
+        Binding("escape", "clear_filter", "Clear the table's filter", show=False, id="table_clear_filter"),
     ]
 
     def __init__(self, columns: Sequence[Col], glyphs: Glyphs, **kw: Any) -> None:
@@ -286,7 +288,10 @@ class KeyedTable(DataTable[Text]):
         self.border_subtitle = plain(self.filter_note() + f"sort: {self.cols[self.sort_index].label} {arrow}")
 
     def filter_note(self) -> str:
-        return f"filter: {self.filter_text} {self.glyphs.sep} " if self.filter_text else ""
+        if not self.filter_text:
+            return ""
+        sep = self.glyphs.sep
+        return f"filter: {self.filter_text} {sep} Esc clears {sep} "
 
     def _sort(self) -> None:
         col = self.cols[self.sort_index].key
@@ -310,6 +315,11 @@ class KeyedTable(DataTable[Text]):
         self._show_sort()
         self._sort()
         self._restore_cursor(cursor_key)
+
+    def action_clear_filter(self) -> None:
+        if not self.filter_text:
+            raise SkipAction()  # nothing to clear: Esc is someone else's
+        self.set_filter("")
 
     def set_filter(self, text: str) -> None:
         self.filter_text = text
