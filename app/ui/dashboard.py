@@ -27,7 +27,7 @@ from app.ui import keys
 from app.ui.confirm import ConfirmScreen
 from app.ui.feedback import ActionNotices, one_line_failure
 from app.ui.fit_view import FitAdvisor
-from app.ui.fleet_table import FleetTable
+from app.ui.fleet_table import FleetTable, fleet_key
 from app.ui.format import BAD, BUSY, DIM, OK, is_down
 from app.ui.help import HelpRow, HelpScreen
 from app.ui.history import HistoryScreen
@@ -277,6 +277,8 @@ class DashboardScreen(Screen[None]):
     def _row_moved(self, event: DataTable.RowHighlighted) -> None:
         target = self.target()
         if target is not None:
+            if self.fleet_view and event.data_table is self.fleet_table and target[0] != self.selected_machine:
+                self.select_machine(target[0])  # the log and the machine's highlight follow the fleet's cursor
             self.logs.current_model = target[1]
         self.update_bindings()
 
@@ -416,13 +418,20 @@ class DashboardScreen(Screen[None]):
             self.app.push_screen(ModelFilesScreen(self.herd.fleet, target[0]))
 
     def action_toggle_fleet(self) -> None:
+        """Switch tables, the cursor staying on the same model of the same machine (the selected one follows the
+        fleet view's cursor, so going back shows that machine)."""
         switcher = self.query_one("#tables", ContentSwitcher)
+        machine, model = self.target() or ("", None)
         if self.fleet_view:
             switcher.current = "models"
+            if model is not None:
+                self.model_table.show_row(model)
             self.model_table.focus()
         else:
             self._show_fleet()
             switcher.current = "fleet"
+            if model is not None:
+                self.fleet_table.show_row(fleet_key(machine, model))
             self.fleet_table.focus()
         self._watch_activity()
         self.update_bindings()

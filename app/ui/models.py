@@ -270,6 +270,14 @@ class KeyedTable(DataTable[Text]):
         except Exception:
             return None
 
+    def show_row(self, key: str) -> None:
+        """Put the cursor on the row `key`, when there is one."""
+        try:
+            index = self.get_row_index(key)
+        except RowDoesNotExist:
+            return
+        self.move_cursor(row=index, animate=False, scroll=True)
+
     def _restore_cursor(self, key: str | None) -> None:
         if key is None:
             return
