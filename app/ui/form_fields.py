@@ -167,9 +167,13 @@ class RowRefused(Exception):
 class FreeRows(Vertical):
     """The section's keys that no field of the form covers, one FreeRow each."""
 
+    filled: tuple[tuple[str, str], ...] = ()
+    """The rows as read from the file, to tell an edit from none."""
+
     async def fill(self, section: Mapping[str, str]) -> None:
         await self.remove_children()
         rows = [FreeRow(k, v) for k, v in section.items() if not owned_by_form(k)]
+        self.filled = tuple((k, v) for k, v in section.items() if not owned_by_form(k))
         if rows:
             await self.mount_all(rows)
 
@@ -185,6 +189,15 @@ class FreeRows(Vertical):
         await row.remove()
         rows.remove(row)
         return rows[min(index, len(rows) - 1)] if rows else None
+
+    def edited(self) -> bool:
+        """Whether the rows differ from what was read (a row added and left empty is no edit)."""
+        now = tuple(
+            (row.key_input.value.strip(), row.value_input.value)
+            for row in self.query(FreeRow)
+            if row.key_input.value.strip() or row.value_input.value.strip()
+        )
+        return now != self.filled
 
     def key_input(self, key: str | None) -> Input | None:
         rows = [row for row in self.query(FreeRow) if key and row.key_input.value.strip() == key]

@@ -30,6 +30,8 @@ from app.services.preset_store import (
     PresetSnapshot,
 )
 from app.services.presets import GLOBAL_SECTION, router_name
+from app.services.textsafe import visible
+from app.ui.confirm import ConfirmScreen
 from app.ui.form_fields import (
     FreeRow,
     FreeRows,
@@ -343,10 +345,29 @@ class PresetForm(ModalScreen[PresetResult | None]):
         )
         self._to_review(head, conflict.diff, FormMode.CONFLICT)
 
+    def has_edits(self) -> bool:
+        """Whether the form holds edits not written yet (what Esc would throw away)."""
+        return self.mode is FormMode.FORM and (bool(self.changed_values()) or self.query_one(FreeRows).edited())
+
     def action_cancel(self) -> None:
-        if self.mode in _ENABLED["cancel"]:
-            self.workers.cancel_group(self, GROUP)
-            self.dismiss(None)
+        if self.mode not in _ENABLED["cancel"]:
+            return
+        if not self.has_edits():
+            self._close()
+            return
+        what = "[*]" if self.section == GLOBAL_SECTION else f"[{self.section}]"
+        # Section and machine names are outside text: plain Text pieces, control characters shown.
+        body = Text.assemble("Discard changes to ", (visible(what), "bold"), " on ", (visible(self.machine), "bold"))
+        body.append("?\n\nNothing has been written yet.")
+        self.app.push_screen(ConfirmScreen("unsaved changes", body, yes="Discard"), self._discard_answered)
+
+    def _discard_answered(self, discard: bool | None) -> None:
+        if discard:
+            self._close()
+
+    def _close(self) -> None:
+        self.workers.cancel_group(self, GROUP)
+        self.dismiss(None)
 
     def action_back(self) -> None:
         if self.mode in _ENABLED["back"] and not self.busy:

@@ -24,6 +24,7 @@ from app.services.loading import ensure_loaded
 from app.services.preset_store import PresetResult
 from app.services.presets import PresetDoc
 from app.services.types import ModelInfo
+from app.ui.confirm import ConfirmScreen
 from app.ui.preset_form import PresetForm
 from tests.helpers import wait
 from tests.helpers.herd import Herd
@@ -189,10 +190,42 @@ async def test_escape_cancels_without_writing(here: tuple[Fleet, Path]) -> None:
             await wait_for(pilot, lambda: form.mode == "review")
             await pilot.press("l", "escape")  # the app's own keys do not act behind the editor
             assert host.app_keys == 0
-            await pilot.press("escape")  # cancel
+            await pilot.press("escape")  # cancel: an edit is not written yet, so it asks first
+            await wait_for(pilot, lambda: isinstance(host.screen, ConfirmScreen))
+            assert "Discard changes to [alpha] on here?" in screen_text(host)
+            await pilot.press("n")  # no: back to the form, the edit kept
+            await wait_for(pilot, lambda: host.screen is form)
+            assert form.query_one("#field-ctx-size", Input).value == "1024" and not host.results
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: isinstance(host.screen, ConfirmScreen))
+            await pilot.press("y")  # discard
             await wait_for(pilot, lambda: bool(host.results))
         assert host.results == [None]
         assert preset.read_bytes() == before and backups(preset) == []
+
+
+async def test_escape_without_edits_closes_at_once_and_an_added_key_is_an_edit(here: tuple[Fleet, Path]) -> None:
+    fleet, preset = here
+    before = preset.read_bytes()
+    async with running(fleet):
+        host = FormHost(fleet, "alpha")
+        async with host.run_test(size=SIZE) as pilot:
+            await opened(host, pilot)
+            await pilot.press("escape")  # nothing edited: closed, no question
+            await wait_for(pilot, lambda: bool(host.results))
+            assert host.results == [None] and not isinstance(host.screen, ConfirmScreen)
+            again = PresetForm(fleet, "here", "alpha")
+            host.push_screen(again, host.results.append)
+            await wait_for(pilot, lambda: again.mode == "form")
+            await pilot.press("ctrl+n", *"temp", "tab", "0", ".", "7")
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: isinstance(host.screen, ConfirmScreen))
+            await pilot.press("escape")  # Esc on the question keeps the edits
+            await wait_for(pilot, lambda: host.screen is again)
+            await pilot.press("ctrl+r")  # the added row removed: nothing left to lose
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: len(host.results) == 2)
+        assert preset.read_bytes() == before
 
 
 async def test_free_rows_add_check_against_the_servers_options_and_remove(here: tuple[Fleet, Path]) -> None:
@@ -281,7 +314,9 @@ async def test_without_the_servers_options_a_warning_shows_and_keys_are_checked_
             assert [ln for ln in diff.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")] == [
                 "+stop-timeout = 5"
             ]
-            await pilot.press("escape", "escape")
+            await pilot.press("escape", "escape")  # back to the form, then away from it, which asks: edited
+            await wait_for(pilot, lambda: isinstance(host.screen, ConfirmScreen))
+            await pilot.press("y")
             await wait_for(pilot, lambda: bool(host.results))
     finally:
         await fleet.close()
