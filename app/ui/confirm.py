@@ -7,7 +7,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -28,7 +28,10 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box"):
-            yield Static(self.body, id="confirm-body")
+            # A long body (every model a stop unloads) scrolls inside the box: the box never outgrows the screen,
+            # which gave the screen a scrollbar, pushed the box off-centre and its title and first lines off the top.
+            with VerticalScroll(id="confirm-scroll"):
+                yield Static(self.body, id="confirm-body")
             with Horizontal(id="confirm-buttons"):
                 yield Button(f"{self.yes} (y)", id="yes", variant="error")
                 yield Button("Cancel (n)", id="no")
