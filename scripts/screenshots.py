@@ -69,6 +69,7 @@ from app.services.types import (
     ModelState,
 )
 from app.ui.app import HerdApp, make_app
+from app.ui.confirm import ConfirmScreen
 from app.ui.help import HelpScreen
 from app.ui.preset_form import PresetForm
 
@@ -382,8 +383,10 @@ class Director:
         await self.shoot("preset-diff.svg")
         await pilot.press("escape")  # back to the form
         await until(pilot, "the form again", lambda: form.mode == "form")
-        await pilot.press("escape")  # cancelled: nothing is written
-        await until(pilot, "the editor closed", lambda: not isinstance(app.screen, PresetForm))
+        await pilot.press("escape")  # cancelled: it asks first (an edit is unsaved), then nothing is written
+        await until(pilot, "discard changes?", lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await until(pilot, "the editor closed", lambda: app.screen is app.dashboard)
         app.dashboard.model_table.focus()
 
         # A real load of chat-medium on gpu-box-b, shown at the first event that reports it loading with progress.
