@@ -271,16 +271,16 @@ class LogPanel(ScrollView, can_focus=True):
 
     def _subtitle(self) -> None:
         self.border_title = plain(f"log: {self.machine}" if self.machine else "log")
-        parts = ["following" if self.following else f"paused, {self.unseen:,} new lines"]
-        if self.skipped:
-            parts.append(f"{self.skipped:,} skipped")
-        parts.append(LEVEL_NAMES[self.level])
-        # A filter in effect is said plainly, with how to clear it: a search once survived and hid every line.
+        # A filter in effect is said first, plainly, with how to clear it (a search once survived and hid every
+        # line, its only trace a "/tensor" at the end of this line, where a narrow border cuts it off).
         filters = [f"model {self.model}"] if self.model else []
         if self.search:
             filters.append(f"/{self.search}")
-        if filters:
-            parts += ["filter: " + " ".join(filters), "Esc clears"]
+        parts = ["filter: " + " ".join(filters), "Esc clears"] if filters else []
+        parts.append("following" if self.following else f"paused, {self.unseen:,} new lines")
+        if self.skipped:
+            parts.append(f"{self.skipped:,} skipped")
+        parts.append(LEVEL_NAMES[self.level])
         self.border_subtitle = plain(f" {self.glyphs.dot} ".join(parts))  # a model name or a search: not markup
 
     # ---- rendering: only the rows on screen ----
