@@ -31,7 +31,7 @@ from app.ui.fleet_table import FleetTable, fleet_key
 from app.ui.format import BAD, BUSY, DIM, OK, is_down
 from app.ui.help import HelpRow, HelpScreen
 from app.ui.history import HistoryScreen
-from app.ui.logs import LogPanel, LogSearch
+from app.ui.logs import LogPanel
 from app.ui.machines import FirstRunNotice, MachinesPane, first_run_text
 from app.ui.model_files import ModelFilesScreen
 from app.ui.models import KeyedTable, ModelTable
@@ -479,8 +479,8 @@ class DashboardScreen(Screen[None]):
     def action_filter(self) -> None:
         self.prompt.ask("table", "filter models", self.current_table().filter_text)
 
-    @on(LogSearch)
-    def _log_search(self) -> None:
+    def action_log_search(self) -> None:
+        """The log panel's `/` (bound there to this screen's action): the prompt, for a log search."""
         self.prompt.ask("log", "search the log", self.logs.search)
 
     @on(Input.Changed, "#prompt")

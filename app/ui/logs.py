@@ -26,7 +26,6 @@ from textual.actions import SkipAction
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Region, Size
-from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -94,7 +93,9 @@ class LogPanel(ScrollView, can_focus=True):
         Binding("p", "toggle_follow", "Pause", id="log_follow"),
         Binding("w", "cycle_level", "Levels", id="log_level"),
         Binding("m", "toggle_model", "Model", id="log_model"),
-        Binding("slash", "search", "Search", id="log_search"),
+        # The dashboard's own action, run in this key's turn: as a message to it, the prompt opened a turn late and
+        # a key typed right after "/" went to the log instead ("m" toggled the model filter).
+        Binding("slash", "screen.log_search", "Search", id="log_search"),
         Binding("escape", "clear_filter", "Clear the search and the model filter", show=False, id="log_clear_filter"),
     ]
 
@@ -347,9 +348,6 @@ class LogPanel(ScrollView, can_focus=True):
     def action_toggle_model(self) -> None:
         self.show_model(None if self.model else self.current_model)
 
-    def action_search(self) -> None:
-        self.post_message(LogSearch())
-
     def action_clear_filter(self) -> None:
         """Esc: the search goes, and the model filter with it; with neither, Esc is someone else's."""
         if not self.hides:
@@ -388,7 +386,3 @@ class LogPanel(ScrollView, can_focus=True):
     def _on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
         self.following = False
         super()._on_mouse_scroll_up(event)
-
-
-class LogSearch(Message):
-    """Asks the app to open its prompt for a log search (the prompt is shared with the table filter)."""

@@ -64,7 +64,7 @@ async def test_switching_machines_clears_the_log_search() -> None:
         logs = app.dashboard.logs
         logs.focus()
         await pilot.press("slash", *"magic", "enter")
-        await wait_for(pilot, lambda: logs.search == "magic")
+        await wait_for(pilot, lambda: logs.search == "magic" and app.focused is logs)  # the prompt closed
         await pilot.press("2")
         await wait_for(pilot, lambda: app.dashboard.selected_machine == "gpu-box")
         assert logs.search == "" and "filter" not in str(logs.border_subtitle)
