@@ -1,4 +1,5 @@
-"""The dashboard screen: layout, what is selected, and the actions the keys run on it.
+"""The dashboard screen: layout, what is selected and what is painted; the actions the keys run are in
+dashboard_actions.py.
 
 The app (app.py) owns the data: the fleet, HerdState and the live feed that folds fleet events into it. This
 screen shows that state (`paint`, called by the feed at most every 50 ms) and turns keys into Fleet commands,
@@ -8,7 +9,7 @@ each awaited in a worker so nothing here waits on a machine.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
@@ -24,18 +25,15 @@ from app.services.errors import HerdError
 from app.services.textsafe import visible
 from app.services.types import Connection
 from app.ui import keys
-from app.ui.confirm import ConfirmScreen
+from app.ui.dashboard_actions import DashboardActions
 from app.ui.feedback import ActionNotices, one_line_failure
 from app.ui.fit_view import FitAdvisor
 from app.ui.fleet_table import FleetTable, fleet_key
 from app.ui.format import BAD, BUSY, DIM, OK, is_down
-from app.ui.help import HelpRow, HelpScreen
-from app.ui.history import HistoryScreen
+from app.ui.help import HelpRow
 from app.ui.logs import LogPanel
 from app.ui.machines import FirstRunNotice, MachinesPane, first_run_text
-from app.ui.model_files import ModelFilesScreen
 from app.ui.models import KeyedTable, ModelTable
-from app.ui.preset_form import PresetForm
 from app.ui.prompt import Prompt
 from app.ui.state import Changes
 from app.ui.unreachable import UnreachableNotices, unreachable_sentence
@@ -45,10 +43,9 @@ if TYPE_CHECKING:
     from app.ui.app import HerdApp
 
 ERROR_DEDUP_SECONDS = 5.0
-ATTACH_ONLY = "{} is attach-only: its preset file belongs to whoever runs that router"
 
 
-class DashboardScreen(Screen[None]):
+class DashboardScreen(DashboardActions, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = keys.BINDINGS
 
     def __init__(self) -> None:
@@ -315,107 +312,11 @@ class DashboardScreen(Screen[None]):
         st = self.herd.state.get(machine)
         return True if enabled_when(keys.Target(st.view, model, st.models, self.herd.fleet.has_files)) else None
 
-    # ---- actions ----
-
-    def load(self, machine: str, model: str) -> None:
-        self.app.notify(self.notices.began("load", machine, model), timeout=3, markup=False)
-        self._fleet_call(f"load {model} on {machine}", machine, model, lambda: self.herd.fleet.load(machine, model))
-
-    def unload(self, machine: str, model: str) -> None:
-        self.app.notify(self.notices.began("unload", machine, model), timeout=3, markup=False)
-        self._fleet_call(f"unload {model} on {machine}", machine, model, lambda: self.herd.fleet.unload(machine, model))
-
-    def action_load(self) -> None:
-        target = self.target()
-        if target and target[1]:
-            self.fit.load_asking(target[0], target[1], self.load)  # asks first when it will not fit or evicts
+    # ---- actions (the rest are in DashboardActions) ----
 
     def _fit_arrived(self, machine: str) -> None:
         if self.fleet_view:
             self._show_fleet()
-
-    def action_unload(self) -> None:
-        target = self.target()
-        if target and target[1]:
-            self.unload(target[0], target[1])
-
-    def action_reload(self) -> None:
-        target = self.target()
-        if target:
-            m = target[0]
-            self._fleet_call(
-                f"reload presets on {m}", m, None, lambda: self.herd.fleet.reload(m), done=f"presets reloaded on {m}"
-            )
-
-    def action_start_router(self) -> None:
-        target = self.target()
-        if target:
-            m = target[0]
-            self._fleet_call(f"start the router on {m}", m, None, lambda: self.herd.fleet.start_router(m))
-
-    def action_stop_router(self) -> None:
-        target = self.target()
-        if not target:
-            return
-        machine = target[0]
-        running = self.herd.state.get(machine).running_models()
-        body = Text.assemble(("Stop the router on ", ""), (visible(machine), "bold"), "?\n\n")
-        if running:
-            body.append("These models will be unloaded:\n")
-            for name in running:
-                body.append(f"  {self.herd.glyphs.loaded} {visible(name)}\n", style="bold")
-        else:
-            body.append("No model is loaded there.\n", style=DIM)
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._fleet_call(
-                    f"stop the router on {machine}", machine, None, lambda: self.herd.fleet.stop_router(machine)
-                )
-
-        self.app.push_screen(ConfirmScreen(f"stop router: {machine}", body, yes="Stop"), answered)
-
-    def action_goto_log(self) -> None:
-        target = self.target()
-        if not target:
-            return
-        machine, model = target
-        if machine != self.selected_machine:
-            self.select_machine(machine)
-        self.logs.current_model = model
-        self.logs.show_model(model)
-        self.logs.following = True
-        self.logs.focus()
-
-    def action_edit_preset(self) -> None:
-        target = self.target()
-        if target and target[1]:
-            self.edit_preset(target[0], target[1])
-
-    def action_edit_global_preset(self) -> None:
-        target = self.target()
-        if target:
-            self.edit_preset(target[0], "*")
-
-    def _files_offered(self, machine: str) -> bool:
-        """Whether a screen on the machine's files may open; says why not when it is the router's owner."""
-        if not self.herd.fleet.has_files:
-            return False  # a fleet without files: its keys are dimmed already
-        if not self.herd.state.get(machine).view.managed:
-            self.app.notify(ATTACH_ONLY.format(machine), severity="warning", markup=False)
-            return False
-        return True
-
-    def edit_preset(self, machine: str, section: str) -> None:
-        """The preset editor on one section; it notifies the outcome itself and dismisses with the PresetResult."""
-        if self._files_offered(machine):
-            self.app.push_screen(PresetForm(self.herd.fleet, machine, section))
-
-    def action_model_files(self) -> None:
-        """The machine's *.gguf files; adding one writes its preset section (the screen notifies the outcome)."""
-        target = self.target()
-        if target and self._files_offered(target[0]):
-            self.app.push_screen(ModelFilesScreen(self.herd.fleet, target[0]))
 
     def action_toggle_fleet(self) -> None:
         """Switch tables, the cursor staying on the same model of the same machine (the selected one follows the
@@ -436,37 +337,9 @@ class DashboardScreen(Screen[None]):
         self._watch_activity()
         self.update_bindings()
 
-    def action_history(self) -> None:
-        self.app.push_screen(HistoryScreen(self.herd.history, self.herd.now))
-
     def _watch_activity(self) -> None:
         # Only what is on screen is polled: the selected machine, or every machine in the fleet view.
         self.herd.fleet.watch_activity(None if self.fleet_view else (self.selected_machine,))
-
-    def action_help(self) -> None:
-        hint = str(self.herd.config_path) if self.herd.config_path else "config.toml"
-        self.app.push_screen(HelpScreen(self.binding_rows(), hint))
-
-    def _fleet_call(
-        self, what: str, machine: str, model: str | None, call: Callable[[], Awaitable[object]], done: str = ""
-    ) -> None:
-        self.herd.hands.touched(machine)  # a scenario playing beside the operator leaves this machine alone
-
-        async def run() -> None:
-            try:
-                await call()
-            except HerdError as e:
-                if model is not None:
-                    self.notices.refused(machine, model)
-                self.herd.state.note_problem(machine, f"{what}: {e}", model, action=what, error=e)
-                self.machines.update_machine(self.herd.state.get(machine))
-                self._paint_hint()
-                self.notify_error(str(e), f"could not {what}", machine)
-                return
-            if done:
-                self.app.notify(done, timeout=4, markup=False)
-
-        self.app.run_worker(run(), name=what, group=f"fleet-call:{machine}", exit_on_error=False)
 
     def on_screen_suspend(self) -> None:
         self.herd.hands.set_screen_open(True)  # an editor or a question is over the dashboard: a scenario waits
