@@ -30,6 +30,8 @@ from app.services.types import RouterState
 
 HEALTH_EVERY = 0.25
 HEALTH_TIMEOUT = 30.0
+# A starting router refuses connections or answers /health at once; the probe is asked again every HEALTH_EVERY.
+STARTUP_PROBE = 1.0
 STOP_TIMEOUT = 15.0
 LOCK_STALE_AFTER = 60.0
 # State directories are 0700 (they hold the key, the record and the log), including ones an older llamaherd made
@@ -174,9 +176,9 @@ class RouterManager:
             await self.clear_record()
         return None
 
-    async def _healthy(self, port: int) -> bool:
+    async def _healthy(self, port: int, timeout: float = 3.0) -> bool:
         try:
-            async with self.client(port, timeout=3.0) as c:  # /health needs no key
+            async with self.client(port, timeout=timeout) as c:  # /health needs no key
                 return await c.health()
         except RouterError:
             return False
@@ -264,17 +266,18 @@ class RouterManager:
         await self.write_record(rec)
         deadline = time.monotonic() + HEALTH_TIMEOUT
         while time.monotonic() < deadline:
-            # Healthy *and* still our process: on a fixed router_port, another server already there also answers.
-            if await self._healthy(port) and await self.is_same_process(rec):
-                rec = replace(rec, state=RouterState.RUNNING)
-                await self.write_record(rec)
-                return rec
-            # Watch the process while waiting: a taken port or an unknown flag exits within a second.
+            # Watch the process while waiting: a taken port or an unknown flag exits within a second. Looked at
+            # before /health too, whose probe a silent squatter on a fixed router_port holds for its whole bound.
             if not await self.is_same_process(rec):
                 await self.clear_record()
                 raise LifecycleError(
                     f"llama-server exited during start-up on {self.machine.name}", await self._new_log(log, offset)
                 )
+            # Healthy *and* still our process: on a fixed router_port, another server already there also answers.
+            if await self._healthy(port, STARTUP_PROBE) and await self.is_same_process(rec):
+                rec = replace(rec, state=RouterState.RUNNING)
+                await self.write_record(rec)
+                return rec
             await asyncio.sleep(HEALTH_EVERY)
         await t.kill(pid, signal.SIGKILL)
         await self.clear_record()

@@ -108,12 +108,18 @@ def test_kill_9_is_reported_within_2s_with_log_lines(herd: Herd, tmp_path: Path)
 
 
 def bad_start(herd: Herd, tmp_path: Path, **extra: object) -> tuple[float, str]:
+    """How long a failing `start` took beyond the command's own start-up, and what it said. The start-up (Python,
+    imports, the config, a look at the machine) is timed with `status` on the same config just before: on a busy
+    machine it alone took over 3 s, which is not the failing start's time."""
     herd.write_config(local_config("here", tmp_path / "models.ini", **extra))
+    t0 = time.monotonic()
+    herd.run("status", "here")
+    startup = time.monotonic() - t0
     t0 = time.monotonic()
     r = herd.run("start", "here")
     took = time.monotonic() - t0
     assert r.returncode == 1, r.stdout
-    return took, r.stderr
+    return took - startup, r.stderr
 
 
 def test_taken_port_fails_within_3s_with_the_reason(herd: Herd, tmp_path: Path) -> None:
@@ -121,18 +127,18 @@ def test_taken_port_fails_within_3s_with_the_reason(herd: Herd, tmp_path: Path) 
         s.bind(("127.0.0.1", 0))
         s.listen()
         took, msg = bad_start(herd, tmp_path, router_port=s.getsockname()[1])
-    assert took < 3.0 + 1.5, took  # 3 s for the start, plus the Python start-up of the command itself
+    assert took < 3.0, took
     assert "exited during start-up" in msg and ("bind" in msg.lower() or "address" in msg.lower()), msg
 
 
 def test_unknown_flag_fails_with_the_reason(herd: Herd, tmp_path: Path) -> None:
     took, msg = bad_start(herd, tmp_path, extra_args=["--no-such-flag"])
-    assert took < 4.5 and "no-such-flag" in msg, msg
+    assert took < 3.0 and "no-such-flag" in msg, (took, msg)
 
 
 def test_missing_binary_fails(herd: Herd, tmp_path: Path) -> None:
     took, msg = bad_start(herd, tmp_path, program=str(tmp_path / "no-llama-server"))
-    assert took < 4.5 and "no-llama-server" in msg, msg
+    assert took < 3.0 and "no-llama-server" in msg, (took, msg)
 
 
 def test_unreadable_preset_fails(herd: Herd, tmp_path: Path) -> None:
