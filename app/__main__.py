@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import sys
 
-from app.cli.main import main as _main
-
 
 def main() -> None:
+    from app.cli.history_main import is_history
+
+    if is_history(sys.argv[1:]):  # answered without importing every other command's modules
+        from app.cli.history_main import main as history_main
+
+        sys.exit(history_main(sys.argv[1:]))
+    from app.cli.main import main as _main
+
     sys.exit(_main())
 
 

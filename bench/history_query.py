@@ -1,6 +1,9 @@
 """`llamaherd history --since 24h` over 100,000 stored transitions: the query alone, the query plus the JSON lines
-the command prints, and the real command (its interpreter start-up included), for two spreads of the same 100,000
-rows: over the last 7 days (the last day's share answered) and all within the last day (every row answered).
+the command prints, and the real command as a new process (its interpreter start-up and imports INCLUDED), for two
+spreads of the same 100,000 rows: over the last 7 days (the last day's share answered) and all within the last day
+(every row answered). The same command asked for the last second (nothing to answer) is the process's start-up
+alone: the difference is what answering costs. Wall time and, for the process, its CPU time (user + system, from
+the child's rusage): on a shared machine the wall time also counts waiting for a core.
 
 Run: python -m bench.history_query [--rows N] [--trials N]
 """
@@ -12,6 +15,7 @@ import asyncio
 import io
 import os
 import random
+import resource
 import subprocess
 import sys
 import time
@@ -52,8 +56,8 @@ async def in_process(path: Path, now: float, trials: int) -> tuple[dict[str, lis
         t0, c0 = time.perf_counter(), time.process_time()
         rows = await store.query(since=now - 86400)  # what the table and the h screen read
         t1, c1 = time.perf_counter(), time.process_time()
-        out = io.StringIO()  # what --json reads and prints
-        out.writelines(line + "\n" for line in await store.query_json(since=now - 86400))
+        out = io.BytesIO()  # what --json reads and prints
+        out.write(await store.query_json(since=now - 86400))
         t2, c2 = time.perf_counter(), time.process_time()
         store.close()
         got["rows"].append((t1 - t0) * 1000)
@@ -64,21 +68,25 @@ async def in_process(path: Path, now: float, trials: int) -> tuple[dict[str, lis
     return got, n
 
 
-def command(d: Path, trials: int) -> list[float]:
+def command(d: Path, trials: int, since: str, *extra: str) -> tuple[list[float], list[float]]:
+    """(wall ms, CPU ms) of `llamaherd history --since SINCE ...` run as a new process."""
     cfg = d / "config.toml"
     cfg.write_text('[[machines]]\nname = "gpu-0"\nurl = "http://127.0.0.1:9"\n')  # attached: no log to read
     env = {**os.environ, "XDG_STATE_HOME": str(d / "state"), "PYTHONPATH": str(ROOT)}
-    ms = []
+    wall, cpu = [], []
     for _ in range(trials):
+        c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         r = subprocess.run(
-            [sys.executable, "-m", "app", "--config", str(cfg), "history", "--since", "24h", "--json"],
+            [sys.executable, "-m", "app", "--config", str(cfg), "history", "--since", since, *extra],
             capture_output=True, env=env, timeout=60, check=False,
         )  # fmt: skip
-        ms.append((time.perf_counter() - t0) * 1000)
+        wall.append((time.perf_counter() - t0) * 1000)
+        c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append((c1.ru_utime - c0.ru_utime + c1.ru_stime - c0.ru_stime) * 1000)
         if r.returncode != 0:
             raise SystemExit(r.stderr.decode())
-    return ms
+    return wall, cpu
 
 
 def main() -> None:
@@ -95,7 +103,12 @@ def main() -> None:
         print(f"{a.rows:,} rows {label}; --since 24h answers {n:,}")
         for what, ms in got.items():
             print("  " + figures(what, ms))
-        print("  " + figures("`llamaherd history --since 24h --json` (whole process)", command(d, a.trials)))
+        for what, since, extra in (("--since 24h --json", "24h", ("--json",)), ("--since 24h (table)", "24h", ()),
+                                   ("--since 1s --json (start-up alone)", "1s", ("--json",))):  # fmt: skip
+            wall, cpu = command(d, a.trials, since, *extra)
+            print(f"  `llamaherd history {what}`, whole process, start-up included:")
+            print("    " + figures("wall", wall))
+            print("    " + figures("cpu", cpu))
 
 
 if __name__ == "__main__":

@@ -5,12 +5,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from app.config import Config
 from app.errors import ConfigError
-from app.services.machine import Machine
-from app.services.router_api import RouterClient
-from app.services.routers import RouterManager
+
+if TYPE_CHECKING:  # imported when a machine is reached: `llamaherd history` often reaches none
+    from app.services.machine import Machine
+    from app.services.router_api import RouterClient
+    from app.services.routers import RouterManager
 
 
 @dataclass
@@ -28,6 +31,8 @@ class CliContext:
 
     @contextlib.asynccontextmanager
     async def machine(self, name: str) -> AsyncIterator[Machine]:
+        from app.services.machine import Machine
+
         m = Machine(self.config.machine(name), emit=lambda ev: None)
         try:
             yield m

@@ -13,14 +13,12 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from app.cli.context import CliContext
-from app.cli.output import err
-from app.config import MachineConfig
 from app.errors import ConfigError, HerdError
-from app.services.textsafe import visible
 
-if TYPE_CHECKING:  # imported where used: every command builds this parser, few use the database
-    from app.services.history_store import HistoryRow, HistoryStore
+if TYPE_CHECKING:  # imported where used: `llamaherd history` starts without the machine and ssh modules
+    from app.cli.context import CliContext
+    from app.config import MachineConfig
+    from app.services.history_store import HistoryStore
     from app.services.machine import Machine
 
 BACKFILL_TIMEOUT = 15.0
@@ -36,22 +34,11 @@ def parse_since(text: str) -> float:
     return sum(float(n) * _UNITS[u] for n, u in parts)
 
 
-def table(rows: list[HistoryRow]) -> str:
-    head = ("TIME", "MACHINE", "MODEL", "CHANGE", "REASON", "DETAIL")
-    out = [head]
-    for r in rows:
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.time))
-        change = f"{r.from_state} -> {r.to_state}"
-        out.append((when, visible(r.machine), visible(r.model) or "(router)", change, r.reason, visible(r.detail)))
-    widths = [max(len(row[i]) for row in out) for i in range(len(head) - 1)]
-    return "\n".join(
-        "  ".join([*(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)), row[-1]]).rstrip() for row in out
-    )
-
-
 async def _backfill_one(ctx: CliContext, mc: MachineConfig, store: HistoryStore) -> None:
     if mc.attach_only:
         return  # somebody else's router: its log is not ours to read
+    from app.cli.output import err
+
     try:
         async with ctx.machine(mc.name) as m:
             await asyncio.wait_for(_connect_and_fill(m, store), BACKFILL_TIMEOUT)
@@ -109,13 +96,15 @@ async def cmd_history(ctx: CliContext, args: argparse.Namespace) -> int:
             await asyncio.gather(*(_backfill_one(ctx, mc, store) for mc in machines))
         if args.json:
             lines = await store.query_json(since, args.machine, args.model, args.reason)
-            sys.stdout.writelines(line + "\n" for line in lines)
+            sys.stdout.flush()
+            sys.stdout.buffer.write(lines)
             return 0
-        rows = await store.query(since, args.machine, args.model, args.reason)
+        text = await store.query_table(since, args.machine, args.model, args.reason)
     finally:
         store.close()
-    if rows:
-        print(table(rows))
+    if text:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(text)
     else:
         print("no transitions recorded in that span")
     return 0

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 import stat
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from app.cli.history_main import is_history
+from app.cli.history_main import main as history_main
 from app.services import history_store
 from app.services.history_store import HistoryRow, HistoryStore
 
@@ -106,3 +110,84 @@ async def test_query_filters_and_since(tmp_path: Path) -> None:
     assert [r.time for r in await store.query(limit=2)] == [20.0, 30.0]  # the newest, oldest first
     store.close()
     assert os.path.exists(tmp_path / "h.db")
+
+
+def _table(rows: list[HistoryRow]) -> str:
+    """What `llamaherd history` printed when it laid the table out in Python: the reference for the SQL layout."""
+    out = [("TIME", "MACHINE", "MODEL", "CHANGE", "REASON", "DETAIL")]
+    for r in rows:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.time))
+        out.append((when, r.machine, r.model or "(router)", f"{r.from_state} -> {r.to_state}", r.reason, r.detail))
+    widths = [max(len(row[i]) for row in out) for i in range(5)]
+    lines = ("  ".join([*(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)), row[-1]]) for row in out)
+    return "".join(line.rstrip() + "\n" for line in lines)
+
+
+def _json(r: HistoryRow) -> dict[str, object]:
+    when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(r.time)) + f".{int(r.time * 1000) % 1000:03d}Z"
+    return {"time": when, "machine": r.machine, "router": r.router, "model": r.model, "from": r.from_state,
+            "to": r.to_state, "reason": r.reason, "detail": r.detail}  # fmt: skip
+
+
+async def test_json_lines_and_table_are_the_rows_in_time_order_laid_out_by_sqlite(tmp_path: Path) -> None:
+    # Stored out of time order, with names of several widths, a router's own row, non-ASCII, quotes and a control
+    # character (made visible when stored).
+    rows = [
+        HistoryRow(1_700_000_300.25, "gpu-longname", "default", "chat-big", "loaded", "unloaded", "evicted",
+                   'LRU, for "tiny" ☃', "k3"),
+        HistoryRow(1_700_000_100.5, "box", "default", "", "running", "stopped", "requested", "by key s", "k1"),
+        HistoryRow(1_700_000_200.0, "box", "default", "ünï", "loading", "failed", "crashed", "exit 9\x1b[31m", "k2"),
+    ]  # fmt: skip
+    store = HistoryStore(str(tmp_path / "h.db"), clock=lambda: 1_700_000_400.0)
+    await store.add(rows)
+    stored = await store.query()
+    assert [r.key for r in rows] and [r.time for r in stored] == sorted(r.time for r in rows)
+    assert "\x1b" not in stored[1].detail  # made visible when stored, so the SQL layout needs no second pass
+    assert (await store.query_table()).decode() == _table(stored)
+    lines = (await store.query_json()).decode().splitlines()
+    assert [json.loads(line) for line in lines] == [_json(r) for r in stored]
+    # Filters and the newest-`limit` bound hold for both.
+    assert (await store.query_table(model="chat-big")).decode() == _table(stored[2:])
+    assert [json.loads(x)["model"] for x in (await store.query_json(limit=2)).decode().splitlines()] == [
+        "ünï",
+        "chat-big",
+    ]
+    assert await store.query_table(reason="preset reload") == b""
+    assert await store.query_json(since=1_700_000_301.0) == b""
+    store.close()
+
+
+async def test_a_database_from_before_stored_lines_is_read_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "h.db"
+    old = sqlite3.connect(path)
+    old.executescript(
+        "CREATE TABLE transitions (time REAL NOT NULL, key TEXT NOT NULL, machine TEXT NOT NULL, router TEXT NOT"
+        " NULL, model TEXT NOT NULL, from_state TEXT NOT NULL, to_state TEXT NOT NULL, reason TEXT NOT NULL, detail"
+        " TEXT NOT NULL, PRIMARY KEY (time, key)) WITHOUT ROWID;"
+        "INSERT INTO transitions VALUES (50.5, 'k0', 'box', 'default', 'alpha', 'loaded', 'unloaded', 'evicted', '');"
+    )
+    old.close()
+    store = HistoryStore(str(path), clock=lambda: 100.0)
+    await store.add([row(60.0, key="k1")])
+    stored = await store.query()
+    assert [json.loads(x) for x in (await store.query_json()).decode().splitlines()] == [_json(r) for r in stored]
+    assert len(stored) == 2
+    store.close()
+
+
+async def test_history_json_through_the_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsysbinary: pytest.CaptureFixture[bytes]) -> None:  # fmt: skip
+    """`llamaherd history` is answered by the short entry (no machine or ssh module imported) with the stored rows."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    now = time.time()
+    store = HistoryStore()
+    await store.add([row(now - 60, key="a"), row(now - 30, "beta", key="b"), row(now - 7200, key="old")])
+    store.close()
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[[machines]]\nname = "box"\nurl = "http://127.0.0.1:9"\n')
+    args = ["--config", str(cfg), "history", "--since", "1h", "--json"]
+    assert is_history(args) and is_history(["history"]) and is_history([f"--config={cfg}", "history"])
+    assert not is_history(["--config", "history"]) and not is_history(["top"]) and not is_history([])
+    assert await asyncio.to_thread(history_main, args) == 0
+    got = [json.loads(x) for x in capsysbinary.readouterr().out.splitlines()]
+    assert [g["model"] for g in got] == ["alpha", "beta"]
