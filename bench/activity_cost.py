@@ -2,7 +2,9 @@
 polled every 2 s by the same poller the dashboard runs. Windows of the same length, idle, polling every model,
 and polling one router's models only (what the dashboard does with one machine selected), measure the CPU time
 of this process (llamaherd's side) and of the routers with their children (the answering side); the cost is the
-difference from the idle window, as a percentage of one core. Also the time one polling round takes.
+difference from the idle window, as a percentage of one core. The models here serve nothing, so the poller asks
+each one every IDLE_ROUNDS rounds (its default); a window with every model asked every round is what a fleet whose
+models are all busy costs (2 s between polls, as the issue asks). Also the time one polling round takes.
 
 Run: python -m bench.activity_cost [--routers 5] [--models 4] [--seconds 20] [--every 2]
 """
@@ -17,7 +19,7 @@ import time
 import httpx
 import psutil
 
-from app.services.activity_poll import ActivityPoller, Target
+from app.services.activity_poll import IDLE_ROUNDS, ActivityPoller, Target
 from app.services.binary import HOW_TO_GET, find_llama_server
 from app.services.router_api import RouterClient
 from app.tinymodels import TinySpec, write_tiny_model
@@ -82,12 +84,17 @@ async def main(n_routers: int, per_router: int, seconds: float, every: float) ->
         rounds = await poller.poll()
         assert sum(len(ev.models) for ev in rounds) == n_routers * per_router, rounds
         round_ms = []
+        poller.idle_rounds = 1  # a full round: every model asked
         for _ in range(5):
             t = time.monotonic()
             await poller.poll()
             round_ms.append((time.monotonic() - t) * 1000)
+        poller.idle_rounds = IDLE_ROUNDS
         idle_own, idle_routers = await window(seconds, routers, None)
         poll_own, poll_routers = await window(seconds, routers, poller)
+        poller.idle_rounds = 1  # every model asked every round: as if all were busy
+        busy_own, busy_routers = await window(seconds, routers, poller)
+        poller.idle_rounds = IDLE_ROUNDS
         # The dashboard polls only what it shows: one selected machine (the fleet view shows them all).
         poller.only = frozenset({"r0"})
         await poller.poll()  # withdraws the others' figures, as the dashboard's first round after a switch does
@@ -99,14 +106,17 @@ async def main(n_routers: int, per_router: int, seconds: float, every: float) ->
             f"polling {n_routers * per_router} loaded models on {n_routers} routers every {every:g} s, "
             f"{seconds:g} s windows (load average {load1:.1f} on {psutil.cpu_count()} cores, shared):"
         )
-        print(f"  llamaherd (this process): {own:.2f} % of a core (idle {idle_own / seconds * 100:.2f} %, "
+        print(f"  llamaherd (this process), idle models asked every {IDLE_ROUNDS} rounds: {own:.2f} % of a core"
+              f" (idle {idle_own / seconds * 100:.2f} %, "
               f"polling {poll_own / seconds * 100:.2f} %)")  # fmt: skip
+        print(f"  every model asked every round (as if all were busy): {(busy_own - idle_own) / seconds * 100:.2f} % "
+              f"of a core here, {(busy_routers - idle_routers) / seconds * 100:.2f} % in the routers")  # fmt: skip
         print(f"  routers + children answering: {answering:.2f} % of a core (idle {idle_routers / seconds * 100:.2f}"
               f" %, polling {poll_routers / seconds * 100:.2f} %)")  # fmt: skip
         print(f"  the dashboard with one machine of {n_routers} selected ({per_router} models): "
               f"{(one_own - idle_own) / seconds * 100:.2f} % of a core here, "
               f"{(one_routers - idle_routers) / seconds * 100:.2f} % in the routers")  # fmt: skip
-        print(f"  one round: median {sorted(round_ms)[2]:.1f} ms, max {max(round_ms):.1f} ms")
+        print(f"  one full round (every model asked): median {sorted(round_ms)[2]:.1f} ms, max {max(round_ms):.1f} ms")
     finally:
         for c in clients:
             await c.aclose()
