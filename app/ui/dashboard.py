@@ -26,6 +26,7 @@ from app.services.textsafe import visible
 from app.services.types import Connection
 from app.ui import keys
 from app.ui.dashboard_actions import DashboardActions
+from app.ui.failure_history import FailureLink, with_history_key
 from app.ui.feedback import ActionNotices, one_line_failure
 from app.ui.fit_view import FitAdvisor
 from app.ui.fleet_table import FleetTable, fleet_key
@@ -52,6 +53,7 @@ class DashboardScreen(DashboardActions, Screen[None]):
         super().__init__()
         self.selected_machine = ""
         self._recent_errors: dict[str, float] = {}
+        self.failure_link = FailureLink()
         self._bindings_shown: tuple[bool | None, ...] = ()
         self._title_shown = Text()
         self._notice_shown = Text()
@@ -154,7 +156,7 @@ class DashboardScreen(DashboardActions, Screen[None]):
             if changes.cards:
                 self._paint_hint()
         for p in changes.problems:
-            self.notify_error(p.message, f"{p.machine}: {p.model}" if p.model else p.machine, p.machine)
+            self.notify_error(p.message, f"{p.machine}: {p.model}" if p.model else p.machine, p.machine, p.model or "")
         for name in changes.models:
             for done in self.notices.settled(name, state.get(name).models):
                 self.app.notify(done, timeout=4, markup=False)
@@ -227,7 +229,7 @@ class DashboardScreen(DashboardActions, Screen[None]):
         self.machines.update_machine(self.herd.state.get(machine))
         self._paint_hint()
 
-    def notify_error(self, message: str, title: str, machine: str = "") -> None:
+    def notify_error(self, message: str, title: str, machine: str = "", model: str = "") -> None:
         """A failure as a toast, once: a refused command is both raised to us and announced as a Problem event.
         One line, and the key to the log where the machine's log is read here."""
         now = time.monotonic()
@@ -237,7 +239,11 @@ class DashboardScreen(DashboardActions, Screen[None]):
         self._recent_errors[message] = now
         managed = machine in self.herd.state.machines and self.herd.state.get(machine).view.managed
         log_key = keys.first_key("goto_log", self.herd.config.keymap, self._key_display) if managed else None
-        self.app.notify(one_line_failure(message, log_key), title=title, severity="error", timeout=10, markup=False)
+        text = one_line_failure(message, log_key)
+        if model and self.herd.history is not None:  # a model's failure: `h` opens its history
+            self.failure_link.note(machine, model, now)
+            text = with_history_key(text, keys.first_key("history", self.herd.config.keymap, self._key_display))
+        self.app.notify(text, title=title, severity="error", timeout=10, markup=False)
 
     # ---- selection ----
 

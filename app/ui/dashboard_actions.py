@@ -6,6 +6,7 @@ named under TYPE_CHECKING are that screen's.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ from app.ui.preset_form import PresetForm
 
 if TYPE_CHECKING:
     from app.ui.app import HerdApp
+    from app.ui.failure_history import FailureLink
     from app.ui.feedback import ActionNotices
     from app.ui.fit_view import FitAdvisor
     from app.ui.help import HelpRow
@@ -36,6 +38,7 @@ class DashboardActions:
         selected_machine: str
         fit: FitAdvisor
         notices: ActionNotices
+        failure_link: FailureLink
 
         @property
         def herd(self) -> HerdApp: ...
@@ -45,7 +48,7 @@ class DashboardActions:
         def machines(self) -> MachinesPane: ...
         def target(self) -> tuple[str, str | None] | None: ...
         def select_machine(self, name: str) -> None: ...
-        def notify_error(self, message: str, title: str, machine: str = "") -> None: ...
+        def notify_error(self, message: str, title: str, machine: str = "", model: str = "") -> None: ...
         def _paint_hint(self) -> None: ...
         def binding_rows(self) -> list[HelpRow]: ...
 
@@ -146,7 +149,8 @@ class DashboardActions:
             self.herd.push_screen(ModelFilesScreen(self.herd.fleet, target[0]))
 
     def action_history(self) -> None:
-        self.herd.push_screen(HistoryScreen(self.herd.history, self.herd.now))
+        query = self.failure_link.query(time.monotonic())  # just after a model's failure: that model's history
+        self.herd.push_screen(HistoryScreen(self.herd.history, self.herd.now, query))
 
     def action_help(self) -> None:
         hint = str(self.herd.config_path) if self.herd.config_path else "config.toml"

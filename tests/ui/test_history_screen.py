@@ -11,10 +11,12 @@ from app.config import Config, MachineConfig
 from app.services.fleet import Fleet
 from app.services.history_recorder import HistoryRecorder
 from app.services.history_store import HistoryRow, HistoryStore
+from app.services.types import Problem
 from app.ui.app import make_app
+from app.ui.failure_history import LINKED_FOR, FailureLink
 from app.ui.history import HistoryScreen, matches
 from tests.helpers.router import RouterProc
-from tests.ui.screen import screen_text, wait_for
+from tests.ui.screen import record_notifications, screen_text, wait_for
 from tests.ui.standin import NOW, demo_fleet
 
 
@@ -101,3 +103,46 @@ async def test_the_dashboard_records_its_own_load_and_h_shows_it(router: RouterP
         await wait_for(pilot, lambda: "by the dashboard" in screen_text(app), timeout=10)
         assert "unloaded -> loading" in screen_text(app) and "loading -> loaded" in screen_text(app)
     store.close()
+
+
+async def test_a_model_failure_toast_leads_to_that_models_history(tmp_path: Path) -> None:
+    store = HistoryStore(str(tmp_path / "h.db"), clock=lambda: NOW)
+    crash = HistoryRow(NOW - 5, "workstation", "default", "broken", "loading", "failed", "crashed", "exit 1", "k:w")
+    await store.add([*rows(), crash])
+    fleet = demo_fleet()
+    app = make_app(Config(), fleet, frozen_time=NOW, history=store)
+    seen = record_notifications(app)
+    async with app.run_test(size=(160, 40), notifications=True) as pilot:
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
+        fleet.emit(Problem("workstation", "broken failed to load on workstation (exit code 1)", model="broken"))
+        await wait_for(pilot, lambda: any(sev == "error" for sev, _, _ in seen))
+        _, _, message = next(s for s in seen if s[0] == "error")
+        assert message.endswith(" · h for its history")
+        await pilot.press("h")
+        await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        assert screen.query_one(Input).value == "machine=workstation model=broken"
+        table = screen.query_one("#history-table", DataTable)
+        await wait_for(pilot, lambda: table.row_count == 1)
+        assert [str(c) for c in table.get_row_at(0)][1:5] == ["workstation", "broken", "loading -> failed", "crashed"]
+    store.close()
+
+
+def test_the_link_to_a_failure_lasts_a_while_and_then_h_opens_the_whole_history() -> None:
+    link = FailureLink()
+    assert link.query(100.0) == ""
+    link.note("box", "alpha", 100.0)
+    assert link.query(100.0 + LINKED_FOR) == "machine=box model=alpha"
+    assert link.query(100.0 + LINKED_FOR + 1) == ""
+
+
+async def test_without_a_history_a_failure_toast_names_no_history_key() -> None:
+    fleet = demo_fleet()
+    app = make_app(Config(), fleet, frozen_time=NOW)
+    seen = record_notifications(app)
+    async with app.run_test(size=(160, 40), notifications=True) as pilot:
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
+        fleet.emit(Problem("workstation", "broken failed to load on workstation (exit code 1)", model="broken"))
+        await wait_for(pilot, lambda: any(sev == "error" for sev, _, _ in seen))
+        assert all("history" not in m for sev, _, m in seen if sev == "error")
