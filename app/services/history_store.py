@@ -92,6 +92,8 @@ class HistoryStore:
         self._clock = clock
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self.listeners: list[Callable[[Sequence[HistoryRow]], None]] = []
+        """Called on the event loop with every batch `add` stored (the dashboard's last reason per model)."""
 
     # ---- opening ----
 
@@ -153,7 +155,12 @@ class HistoryStore:
         keyed row seen again with a longer detail (the model an eviction made room for) updates it. Returns how
         many were new."""
         batch = list(rows)
-        return await self._call(lambda db: self._add(db, batch)) if batch else 0
+        if not batch:
+            return 0
+        new = await self._call(lambda db: self._add(db, batch))
+        for listener in self.listeners:
+            listener(batch)
+        return new
 
     def add_sync(self, rows: Sequence[HistoryRow]) -> int:
         return self._run(lambda db: self._add(db, rows))
@@ -261,6 +268,19 @@ class HistoryStore:
             head = "  ".join([*(h.ljust(n) for h, n in zip(TABLE_HEAD, w, strict=False)), TABLE_HEAD[-1]])
             got = _select(db, line, since, machine, model, reason, limit, outer=_JOINED).fetchone()
             return head.encode() + b"\n" + bytes(got[0]) + b"\n"
+
+        return await self._call(get)
+
+    async def latest_per_model(self, since: float) -> list[HistoryRow]:
+        """Each model's newest transition since then (one row per machine and model)."""
+        cols = "max(time), machine, router, model, from_state, to_state, reason, detail, ''"
+
+        def get(db: sqlite3.Connection) -> list[HistoryRow]:
+            # SQLite gives the other columns of the row that holds the max().
+            cur = db.execute(
+                f"SELECT {cols} FROM transitions WHERE time >= ? AND model != '' GROUP BY machine, model", (since,)
+            )
+            return list(map(HistoryRow._make, cur))
 
         return await self._call(get)
 

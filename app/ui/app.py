@@ -7,8 +7,10 @@ machine: every Fleet command is awaited in a worker.
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,7 +23,8 @@ from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.worker import Worker, WorkerState
 
 from app.config import Config
-from app.services.history_store import HistoryStore
+from app.services.history_last import LastChanges
+from app.services.history_store import HistoryRow, HistoryStore
 from app.services.operator_hands import OperatorHands
 from app.services.textsafe import visible, visible_lines
 from app.services.types import FleetEvent
@@ -71,6 +74,10 @@ class HerdApp(App[int]):
         self.history = history
         """The transition history the `h` screen reads (None: nothing recorded in this view)."""
         self.recorder = recorder
+        self.last_changes = LastChanges()
+        """Each model's last recorded change, for its row in the model table."""
+        if history is not None:
+            history.listeners.append(self._history_added)
         self.hands = hands or OperatorHands()
         """Where a scenario playing beside the operator (the demo's) learns what to leave alone."""
         self.config = config
@@ -119,6 +126,20 @@ class HerdApp(App[int]):
         if self.manage_fleet:
             await self.fleet.close()
 
+    # ---- the model rows' last change ----
+
+    async def _prime_last_changes(self) -> None:
+        if self.history is not None:
+            with contextlib.suppress(sqlite3.Error, OSError):  # a history that cannot be read hides only the notes
+                self._last_changed(await self.last_changes.prime(self.history, self.now()))
+
+    def _history_added(self, rows: Sequence[HistoryRow]) -> None:
+        self._last_changed(self.last_changes.absorb(rows))
+
+    def _last_changed(self, machines: set[str]) -> None:
+        if machines and self.dashboard.is_mounted:
+            self.dashboard.show_last_changes(machines)
+
     # ---- live data ----
 
     @work(group="fleet-events", exclusive=True, exit_on_error=False)
@@ -130,6 +151,8 @@ class HerdApp(App[int]):
                 await self.fleet.start()
             if self.recorder is not None:
                 self.run_worker(self.recorder(), name="history recorder", group="history", exit_on_error=False)
+            if self.history is not None:
+                self.run_worker(self._prime_last_changes(), name="last changes", group="history", exit_on_error=False)
             while True:
                 batch: list[FleetEvent] = [await q.get()]
                 while not q.empty() and len(batch) < MAX_BATCH:

@@ -36,6 +36,7 @@ from app.ui.logs import LogPanel
 from app.ui.machines import FirstRunNotice, MachinesPane, first_run_text
 from app.ui.models import KeyedTable, ModelTable
 from app.ui.prompt import Prompt
+from app.ui.reason_cells import reason_notes
 from app.ui.state import Changes
 from app.ui.unreachable import UnreachableNotices, unreachable_sentence
 from app.ui.watchers import prune_closed_watchers
@@ -167,8 +168,14 @@ class DashboardScreen(DashboardActions, Screen[None]):
                 self.app.notify(said, title="machine unreachable", severity="warning", timeout=10, markup=False)
         self.update_bindings()
 
+    def show_last_changes(self, machines: set[str]) -> None:
+        if self.selected_machine in machines:
+            self._show_models()
+
     def _show_models(self) -> None:
         st = self.herd.state.get(self.selected_machine)
+        last = self.herd.last_changes.of(self.selected_machine)
+        self.model_table.notes = reason_notes(st.models, last, self.herd.now())
         self.model_table.show(self.selected_machine, st.models, stale=is_down(st.view), activity=st.activity)
 
     def _show_fleet(self) -> None:

@@ -94,10 +94,14 @@ MODEL_COLUMNS: tuple[Col, ...] = (
 )
 
 
-def model_cells(m: ModelInfo, g: Glyphs, id_width: int, narrow: bool, act: ModelActivity | None = None) -> Row:
+def model_cells(
+    m: ModelInfo, g: Glyphs, id_width: int, narrow: bool, act: ModelActivity | None = None, why: str = ""
+) -> Row:
     btext, bstyle = badge(m, g)
     if narrow and " " in btext and "%" in btext:
         btext = btext.rsplit(" ", 1)[0]  # the percentage is enough where columns are scarce
+    if why:  # its last recorded change (ui/reason_cells.py)
+        btext = f"{btext} · {why}"
     vtext, vstyle = vision(m)
     # Visible before clipping, so the width is that of what is shown (a newline in an id never splits its row).
     shown_id = visible(m.id)
@@ -154,7 +158,7 @@ class KeyedTable(DataTable[Text]):
         self.sort_index = 0
         self.sort_reverse = False
         self.filter_text = ""
-        self._cell_cache: dict[str, tuple[ModelInfo, tuple[int, bool, ModelActivity | None], Row]] = {}
+        self._cell_cache: dict[str, tuple[ModelInfo, tuple[int, bool, ModelActivity | None, str], Row]] = {}
         self._widths: list[dict[str, int]] = [{} for _ in self.cols]
         """Per column, each row's cell width: a column shrinks back when its widest cell narrows or goes."""
 
@@ -250,16 +254,23 @@ class KeyedTable(DataTable[Text]):
             col.content_width = col.label.cell_len
 
     def cells(
-        self, m: ModelInfo, g: Glyphs, id_width: int, narrow: bool, key: str = "", act: ModelActivity | None = None
+        self,
+        m: ModelInfo,
+        g: Glyphs,
+        id_width: int,
+        narrow: bool,
+        key: str = "",
+        act: ModelActivity | None = None,
+        why: str = "",
     ) -> Row:
         """model_cells, remembered per row: the fleet hands the same ModelInfo objects back for models that did
         not change, and rebuilding 500 rows on every flush was most of a burst's cost."""
         k = key or m.id
         hit = self._cell_cache.get(k)
-        if hit is not None and hit[0] is m and hit[1] == (id_width, narrow, act):
+        if hit is not None and hit[0] is m and hit[1] == (id_width, narrow, act, why):
             return hit[2]
-        row = model_cells(m, g, id_width, narrow, act)
-        self._cell_cache[k] = (m, (id_width, narrow, act), row)
+        row = model_cells(m, g, id_width, narrow, act, why)
+        self._cell_cache[k] = (m, (id_width, narrow, act, why), row)
         return row
 
     def cursor_key(self) -> str | None:
@@ -347,6 +358,8 @@ class ModelTable(KeyedTable):
         self.machine = ""
         self.models: tuple[ModelInfo, ...] = ()
         self.activity: Mapping[str, ModelActivity] = {}
+        self.notes: Mapping[str, str] = {}
+        """Each model's last recorded change, by model id (set before `show`)."""
 
     def show(
         self,
@@ -371,7 +384,9 @@ class ModelTable(KeyedTable):
         w, narrow, g = self.id_width, self.narrow, self.glyphs
         act = self.activity
         return {
-            m.id: self.cells(m, g, w, narrow, act=act.get(m.id)) for m in self.models if matches(m, self.filter_text)
+            m.id: self.cells(m, g, w, narrow, act=act.get(m.id), why=self.notes.get(m.id, ""))
+            for m in self.models
+            if matches(m, self.filter_text)
         }
 
     def selected_model(self) -> str | None:
