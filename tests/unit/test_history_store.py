@@ -191,3 +191,17 @@ async def test_history_json_through_the_command_line(tmp_path: Path, monkeypatch
     assert await asyncio.to_thread(history_main, args) == 0
     got = [json.loads(x) for x in capsysbinary.readouterr().out.splitlines()]
     assert [g["model"] for g in got] == ["alpha", "beta"]
+
+
+@pytest.mark.parametrize("xdg", [None, "", "relative/state", "/srv/state"])
+def test_the_default_path_is_in_the_state_directory_transport_names(
+    xdg: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.services.transport import STATE_DIR_TEMPLATE, expand_template
+
+    if xdg is None:
+        monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_STATE_HOME", xdg)
+    state = expand_template(STATE_DIR_TEMPLATE, os.path.expanduser("~"), xdg)
+    assert history_store.default_path() == os.path.join(state, history_store.DB_NAME)
