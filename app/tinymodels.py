@@ -9,8 +9,13 @@ decodes to ASCII and generated text is valid UTF-8 (a full 256-byte fallback pro
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gguf import GGUFWriter
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}{{ '<s>' + message['role'] + '\\n' + message['content'] + '</s>\\n' }}"
@@ -48,31 +53,36 @@ def _vocab() -> tuple[list[str], list[float], list[int]]:
     return tokens, scores, types
 
 
-def write_tiny_model(path: Path, spec: TinySpec) -> Path:
-    """Write one tiny model to `path` (atomically) and return the path."""
-    import numpy as np
-    from gguf import GGUFWriter
+@dataclass(frozen=True)
+class Shape:
+    """The hyperparameters a GGUF header states, shared by the tiny models and the tests' larger synthetic ones."""
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    rng = np.random.default_rng(spec.seed)
-    tokens, scores, types = _vocab()
-    n_vocab = len(tokens)
-    e, ff = spec.n_embd, spec.n_ff
+    name: str
+    context_length: int
+    n_embd: int
+    n_layers: int
+    n_heads: int
+    n_heads_kv: int
+    n_ff: int
+    file_type: int = 0  # 0: all F32, 1: 2-D weights F16
 
-    w = GGUFWriter(str(tmp), "llama")
-    w.add_name(spec.name)
-    w.add_context_length(spec.context_length)
-    w.add_embedding_length(e)
-    w.add_block_count(spec.n_layers)
-    w.add_feed_forward_length(ff)
-    w.add_head_count(spec.n_heads)
-    w.add_head_count_kv(spec.n_heads)
+
+def add_header(w: GGUFWriter, shape: Shape) -> None:
+    w.add_name(shape.name)
+    w.add_context_length(shape.context_length)
+    w.add_embedding_length(shape.n_embd)
+    w.add_block_count(shape.n_layers)
+    w.add_feed_forward_length(shape.n_ff)
+    w.add_head_count(shape.n_heads)
+    w.add_head_count_kv(shape.n_heads_kv)
     w.add_layer_norm_rms_eps(1e-5)
-    w.add_rope_dimension_count(e // spec.n_heads)
-    w.add_file_type(0)  # all F32
-    if spec.nextn_predict_layers:
-        w.add_uint32("llama.nextn_predict_layers", spec.nextn_predict_layers)
+    w.add_rope_dimension_count(shape.n_embd // shape.n_heads)
+    w.add_file_type(shape.file_type)
+
+
+def add_vocab(w: GGUFWriter) -> int:
+    """The tokenizer keys of the recipe above; returns the vocabulary size."""
+    tokens, scores, types = _vocab()
     w.add_tokenizer_model("llama")
     w.add_token_list(tokens)
     w.add_token_scores(scores)
@@ -80,32 +90,80 @@ def write_tiny_model(path: Path, spec: TinySpec) -> Path:
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
     w.add_unk_token_id(0)
-    w.add_add_bos_token(True)
-    if spec.chat_template:
-        w.add_chat_template(CHAT_TEMPLATE)
+    return len(tokens)
 
-    def t(name: str, *shape: int) -> None:
-        w.add_tensor(name, (rng.standard_normal(shape) * 0.02).astype(np.float32))
+
+def add_tensors(w: GGUFWriter, shape: Shape, n_vocab: int, seed: int, arch: str = "llama") -> None:
+    """Seeded random weights in llama's layout; `qwen2` adds q/k/v biases, `gemma2` extra norms and a tied output."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    e, ff = shape.n_embd, shape.n_ff
+    kv_dim = e // shape.n_heads * shape.n_heads_kv
+    dtype = np.float16 if shape.file_type == 1 else np.float32
+
+    def t(name: str, *dims: int) -> None:
+        # 2-D weights take the model's type; norms and biases stay F32, as llama.cpp's converters write them
+        arr = rng.standard_normal(dims) * 0.02
+        w.add_tensor(name, arr.astype(dtype if len(dims) == 2 else np.float32))
+
+    def ones(name: str, n: int) -> None:
+        w.add_tensor(name, np.ones(n, dtype=np.float32))
 
     t("token_embd.weight", n_vocab, e)
-    w.add_tensor("output_norm.weight", np.ones(e, dtype=np.float32))
-    t("output.weight", n_vocab, e)
-    for i in range(spec.n_layers):
-        w.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(e, dtype=np.float32))
+    ones("output_norm.weight", e)
+    if arch != "gemma2":  # gemma2 reuses the embedding as its output layer
+        t("output.weight", n_vocab, e)
+    for i in range(shape.n_layers):
+        ones(f"blk.{i}.attn_norm.weight", e)
         t(f"blk.{i}.attn_q.weight", e, e)
-        t(f"blk.{i}.attn_k.weight", e, e)
-        t(f"blk.{i}.attn_v.weight", e, e)
+        t(f"blk.{i}.attn_k.weight", kv_dim, e)
+        t(f"blk.{i}.attn_v.weight", kv_dim, e)
+        if arch == "qwen2":
+            t(f"blk.{i}.attn_q.bias", e)
+            t(f"blk.{i}.attn_k.bias", kv_dim)
+            t(f"blk.{i}.attn_v.bias", kv_dim)
         t(f"blk.{i}.attn_output.weight", e, e)
-        w.add_tensor(f"blk.{i}.ffn_norm.weight", np.ones(e, dtype=np.float32))
+        if arch == "gemma2":
+            ones(f"blk.{i}.post_attention_norm.weight", e)
+            ones(f"blk.{i}.post_ffw_norm.weight", e)
+        ones(f"blk.{i}.ffn_norm.weight", e)
         t(f"blk.{i}.ffn_gate.weight", ff, e)
         t(f"blk.{i}.ffn_up.weight", ff, e)
         t(f"blk.{i}.ffn_down.weight", e, ff)
+
+
+def write_gguf(path: Path, arch: str, fill: Callable[[GGUFWriter], None]) -> Path:
+    """Write a GGUF file atomically: `fill` adds its keys and tensors."""
+    from gguf import GGUFWriter
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    w = GGUFWriter(str(tmp), arch)
+    fill(w)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
     os.replace(tmp, path)
     return path
+
+
+def write_tiny_model(path: Path, spec: TinySpec) -> Path:
+    """Write one tiny model to `path` (atomically) and return the path."""
+    shape = Shape(spec.name, spec.context_length, spec.n_embd, spec.n_layers, spec.n_heads, spec.n_heads, spec.n_ff)
+
+    def fill(w: GGUFWriter) -> None:
+        add_header(w, shape)
+        if spec.nextn_predict_layers:
+            w.add_uint32("llama.nextn_predict_layers", spec.nextn_predict_layers)
+        n_vocab = add_vocab(w)
+        w.add_add_bos_token(True)
+        if spec.chat_template:
+            w.add_chat_template(CHAT_TEMPLATE)
+        add_tensors(w, shape, n_vocab, spec.seed)
+
+    return write_gguf(path, "llama", fill)
 
 
 def write_corrupt_model(path: Path, spec: TinySpec | None = None) -> Path:

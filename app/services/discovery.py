@@ -75,7 +75,7 @@ def classify(files: Iterable[FileInfo], root: str | None = None) -> Discovery:
     drafts = tuple(f for f in ggufs if is_draft(f.path) and not is_projector(f.path))
     weights = [f for f in ggufs if not is_projector(f.path) and not is_draft(f.path)]
     if root is None:
-        root = _common_dir(f.path for f in ggufs)
+        root = common_dir(f.path for f in ggufs)
 
     by_dir: dict[str, list[tuple[str, list[FileInfo]]]] = defaultdict(list)
     for (directory, group_stem, _), parts in _group_parts(weights).items():
@@ -134,7 +134,8 @@ def _name(path: str) -> str:
     return name[: -len(_GGUF)] if is_gguf(name) else name
 
 
-def _common_dir(paths: Iterable[str]) -> str:
+def common_dir(paths: Iterable[str]) -> str:
+    """The directory every path is under ("" when there is none)."""
     dirs = [posixpath.dirname(p) for p in paths]
     if not dirs:
         return ""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from app.services.discovery import DiscoveredModel, Discovery
+from app.services.discovery import DiscoveredModel, Discovery, common_dir
 from app.services.preset_store import PresetSnapshot
 from app.services.types import FileInfo
 from app.ui.format import BAD, DIM, IDLE, OK
@@ -38,13 +38,7 @@ class FileRow:
 
 def base_dir(files: Iterable[FileInfo]) -> str:
     """The directory every listed file is under: paths in the table are shown relative to it."""
-    dirs = [posixpath.dirname(f.path) for f in files]
-    if not dirs:
-        return ""
-    try:
-        return posixpath.commonpath(dirs)
-    except ValueError:  # absolute and relative paths mixed
-        return ""
+    return common_dir(f.path for f in files)
 
 
 def shown_path(path: str, base: str) -> str:
