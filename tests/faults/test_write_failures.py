@@ -56,34 +56,30 @@ def assert_one_line_failure(r: subprocess.CompletedProcess[str], preset: Path, c
     assert "wrote" not in r.stdout
 
 
+# how the disk is broken, the cause the message must name, the files left on it afterwards
+DISK_BREAKAGES = {
+    "full": (fill, "no space left on device", {"models.ini", "filler"}),
+    "read-only": (read_only, "read-only file system", {"models.ini"}),
+}
+
+
+@pytest.mark.parametrize("breakage", list(DISK_BREAKAGES))
 @pytest.mark.parametrize("kind", KINDS)
-def test_full_disk(kind: str, tmp_path: Path, llama_server: str, servers: dict[str, SshServer]) -> None:
+def test_broken_disk(
+    kind: str, breakage: str, tmp_path: Path, llama_server: str, servers: dict[str, SshServer]
+) -> None:
+    break_disk, cause, kept = DISK_BREAKAGES[breakage]
     with tmpfs(tmp_path / "disk") as disk:
         preset = disk / "models.ini"
         preset.write_text(START)
         herd = Herd(root=tmp_path, config=tmp_path / "config.toml")
         herd.write_config(machine_toml(kind, preset, llama_server, servers))
-        fill(disk)
+        break_disk(disk)
         r = preset_set(herd)
-        print(f"full disk, {kind}: exit {r.returncode}: {r.stderr.strip()}")
-        assert_one_line_failure(r, preset, "no space left on device")
+        print(f"{breakage} disk, {kind}: exit {r.returncode}: {r.stderr.strip()}")
+        assert_one_line_failure(r, preset, cause)
         assert preset.read_text() == START
-        assert leftovers(disk, {"models.ini", "filler"}) == []
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_read_only_mount(kind: str, tmp_path: Path, llama_server: str, servers: dict[str, SshServer]) -> None:
-    with tmpfs(tmp_path / "disk") as disk:
-        preset = disk / "models.ini"
-        preset.write_text(START)
-        herd = Herd(root=tmp_path, config=tmp_path / "config.toml")
-        herd.write_config(machine_toml(kind, preset, llama_server, servers))
-        read_only(disk)
-        r = preset_set(herd)
-        print(f"read-only, {kind}: exit {r.returncode}: {r.stderr.strip()}")
-        assert_one_line_failure(r, preset, "read-only file system")
-        assert preset.read_text() == START
-        assert leftovers(disk, {"models.ini"}) == []
+        assert leftovers(disk, kept) == []
 
 
 @pytest.fixture
