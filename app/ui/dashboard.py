@@ -30,6 +30,7 @@ from app.ui.failure_history import FailureLink, with_history_key
 from app.ui.feedback import ActionNotices, one_line_failure
 from app.ui.fit_view import FitAdvisor
 from app.ui.fleet_table import FleetTable, fleet_key
+from app.ui.footer import QuietFooter
 from app.ui.format import BAD, BUSY, DIM, OK, is_down
 from app.ui.help import HelpRow
 from app.ui.logs import LogPanel
@@ -80,7 +81,7 @@ class DashboardScreen(DashboardActions, Screen[None]):
                     yield FleetTable(herd.glyphs, id="fleet")
         yield LogPanel(herd.glyphs, herd.config.ui.log_lines, id="logs")
         yield Prompt(id="prompt")
-        yield Footer(compact=True, show_command_palette=False)
+        yield QuietFooter(compact=True, show_command_palette=False)
 
     @property
     def machines(self) -> MachinesPane:

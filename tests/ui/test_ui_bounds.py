@@ -9,6 +9,7 @@ from textual.widgets._footer import FooterKey
 
 from app.config import Config
 from app.ui.app import make_app
+from app.ui.footer import QuietFooter
 from tests.ui.screen import wait_for
 from tests.ui.standin import demo_fleet
 
@@ -26,10 +27,12 @@ async def test_footer_rebuilds_leave_no_widgets_behind() -> None:
         in_dom = len(app.screen.query(FooterKey))
         for _ in range(30):
             app.dashboard._bindings_shown = ()  # as if a key's availability changed
+            app.dashboard.query_one(QuietFooter)._drawn = None  # and the footer's keys with it: rebuilt
             app.dashboard.update_bindings()
             await pilot.pause(0.05)
         await pilot.pause(0.3)
         app.dashboard._bindings_shown = ()
+        app.dashboard.query_one(QuietFooter)._drawn = None
         app.dashboard.update_bindings()  # prunes what the last rebuild closed
         await pilot.pause(0.3)
         footer = app.dashboard.query_one(Footer)
