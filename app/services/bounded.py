@@ -62,6 +62,23 @@ class LineSplitter:
 
     def feed(self, data: bytes) -> list[tuple[bytes, bool]]:
         """(line without its newline, cut) for each line this data completes (or overflows)."""
+        if not self._skipping:
+            # The common case, in C: split once. A log flood is ~20,000 lines a second, and the loop below, one
+            # line at a time, cost ~7 us a line: a tenth of a core before anything was parsed.
+            parts = data.split(b"\n")
+            if len(parts) > 1 and len(self._partial) + len(parts[0]) <= self.limit:
+                last = parts.pop()
+                if max(map(len, parts)) <= self.limit and len(last) <= self.limit:
+                    if self._partial:
+                        parts[0] = bytes(self._partial) + parts[0]
+                        self._partial.clear()
+                    self._partial += last
+                    if b"\r" in data or b"\r" in parts[0]:
+                        return [(p.removesuffix(b"\r"), False) for p in parts]
+                    return [(p, False) for p in parts]
+        return self._feed_slowly(data)
+
+    def _feed_slowly(self, data: bytes) -> list[tuple[bytes, bool]]:
         out: list[tuple[bytes, bool]] = []
         start = 0
         while start < len(data):

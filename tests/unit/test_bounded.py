@@ -67,3 +67,28 @@ async def test_sse_event_without_end_is_refused_at_the_limit() -> None:
     with pytest.raises(AnswerTooBig, match="an event passed the 4 MiB limit"):
         async for _ in sse_payloads(gen(), "box"):
             pass
+
+
+def test_the_split_at_once_gives_what_the_line_at_a_time_loop_gives() -> None:
+    """feed() splits a chunk in one go when it can; the same bytes fed through the careful loop must give the same
+    lines, whatever the chunking, the line lengths around the limit and the \\r before a newline."""
+    import random
+
+    rng = random.Random(16)
+    for _ in range(300):
+        text = b"".join(
+            b"x" * rng.choice((0, 1, 5, 7, 8, 9, 15)) + rng.choice((b"\n", b"\r\n", b"\r\r\n", b""))
+            for _ in range(rng.randint(1, 30))
+        )
+        fast, slow = LineSplitter(8), LineSplitter(8)
+        got: list[tuple[bytes, bool]] = []
+        want: list[tuple[bytes, bool]] = []
+        at = 0
+        while at < len(text):
+            step = rng.randint(1, 24)
+            chunk = text[at : at + step]
+            at += step
+            got += fast.feed(chunk)
+            want += slow._feed_slowly(chunk)
+        assert got == want, text
+        assert fast.rest() == slow.rest()
