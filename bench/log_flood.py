@@ -73,7 +73,8 @@ while n < total:
     if out:
         os.write(fd, "".join(out).encode())
     time.sleep(tick)
-last = f"0.00.000.000 I srv  update_slots: the flood is over, LAST LINE {total:07d}\n"
+# A child line of the first spawned model, so `logs -f --model flood-41001` prints it too.
+last = f"[41001] 0.00.000.000 I srv  update_slots: the flood is over, LAST LINE {total:07d}\n"
 os.write(fd, last.encode())
 print(time.monotonic() - t0, flush=True)
 """
@@ -247,8 +248,13 @@ async def dashboard(cfg: Config, name: str, rate: int, seconds: float) -> str:
     return "\n".join(lines)
 
 
-async def cli(cfg: Config, name: str, rate: int, seconds: float, d: Path) -> str:
-    """`llamaherd logs NAME -f` under the same flood: every line comes out, and how late the last one does."""
+FIRST_MODEL = "flood-41001"  # the writer's first spawned model: its child lines are the flood's first 5,000's 7th
+
+
+async def cli(cfg: Config, name: str, rate: int, seconds: float, d: Path, model: str | None = None) -> str:
+    """`llamaherd logs NAME -f` under the same flood: every line comes out, and how late the last one does.
+    With `model`, `--model` too: only that model's lines come out, and the filter should cost no more than the
+    parse (every line is parsed either way, for the attribution)."""
     path = d / f"{name}.toml"
     write_config(cfg, path)
     fleet = Fleet(cfg)
@@ -259,6 +265,7 @@ async def cli(cfg: Config, name: str, rate: int, seconds: float, d: Path) -> str
         log_path = await m.manager.log_path()
         reader = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "app", "--config", str(path), "logs", name, "-f", "-n", "0",
+            *(("--model", model) if model else ()),
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=str(ROOT),
         )  # fmt: skip
         assert reader.stdout is not None
@@ -266,8 +273,12 @@ async def cli(cfg: Config, name: str, rate: int, seconds: float, d: Path) -> str
         # the flood's first lines went by before the tail had started).
         seen = b""
         deadline = time.monotonic() + 60
+        ready = "[41001] 0.00.000.000 I srv  bench: ready?\n" if model else "0.00.000.000 I srv  bench: ready?\n"
+        if model:  # the port is learnt from its spawn line, as the router would write it
+            spawn = f"spawning server instance with name={model} on port 41001"
+            append(log_path, f"0.00.000.000 I srv          load: {spawn}\n")
         while b"bench: ready?" not in seen and time.monotonic() < deadline:
-            append(log_path, "0.00.000.000 I srv  bench: ready?\n")
+            append(log_path, ready)
             with contextlib.suppress(TimeoutError):
                 seen += await asyncio.wait_for(reader.stdout.readline(), 0.5)
         if b"bench: ready?" not in seen:
@@ -315,9 +326,12 @@ async def cli(cfg: Config, name: str, rate: int, seconds: float, d: Path) -> str
         await fleet.close()
     cpu = (c1.user + c1.system - c0.user - c0.system) / (max(t_end, last_at or t_end) - w0) * 100
     expected = total - total // 5000 - (1 if total % 5000 else 0)  # the spawn lines carry no "flood line"
+    if model:
+        expected = sum(1 for n in range(1, min(total, 5000) + 1) if n % 7 == 0 and n % 5000 != 1)
     lag = f"{(last_at - t_end) * 1000:.0f} ms after the flood ended" if last_at else "NOT within 30 s"
     return (
-        f"[{name}] logs -f: {got:,} of {expected:,} flood lines out, the last one {lag}; "
+        f"[{name}] logs -f{' --model ' + model if model else ''}: {got:,} of {expected:,} flood lines out, "
+        f"the last one {lag}; "
         f"its CPU {cpu:.0f} % of one core"
     )
 
@@ -398,6 +412,7 @@ async def main(rate: int, seconds: float, where: str) -> None:
         local = Config(machines=(MachineConfig(name="local", preset=str(preset), models_dirs=(str(d),)),))
         report.append(await dashboard(local, "local", rate, seconds))
         report.append(await cli(local, "local", rate, seconds, d))
+        report.append(await cli(local, "local", rate, seconds, d, FIRST_MODEL))
         print("\n".join(report), flush=True)
     if where in ("ssh", "both"):
         try:
@@ -413,6 +428,7 @@ async def main(rate: int, seconds: float, where: str) -> None:
             )  # fmt: skip
             ssh = Config(machines=(far,))
             more = [await dashboard(ssh, "far", rate, seconds), await cli(ssh, "far", rate, seconds, d)]
+            more.append(await cli(ssh, "far", rate, seconds, d, FIRST_MODEL))
             print("\n".join(more), flush=True)
         finally:
             server.stop()

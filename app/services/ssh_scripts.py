@@ -30,4 +30,8 @@ ARG_LIMIT = 96 * 1024
 # (an idle log), so the wrapper waits for stdin to close (our EOF, or sshd closing it when the link drops)
 # and then stops tail itself.
 TAIL_CHUNK = 1 << 18  # bytes per read of a remote tail
+# The tail channel's receive window (asyncssh's default is 2 MiB). Under a flood the window stays full, and all of
+# it is ahead, in the one TCP stream, of any other channel's answer (router events, commands, GET /models): the
+# window bounds that wait. 1 MiB still lets ~3 MB/s through a 300 ms round trip (a 20,000 lines/s log is ~1.6).
+TAIL_WINDOW = 1 << 20
 TAIL_SCRIPT = 'tail -n "$1" -F -- "$2" 2>/dev/null & t=$!; cat >/dev/null; kill "$t" 2>/dev/null; exit 0'

@@ -42,6 +42,7 @@ from app.services.ssh_scripts import (
     STAT_SCRIPT,
     TAIL_CHUNK,
     TAIL_SCRIPT,
+    TAIL_WINDOW,
     TREE_SCRIPT,
     WRITE_SCRIPT,
 )
@@ -412,13 +413,13 @@ class SshTransport(Transport):
         """Yields the last lines and follows. Ends with TransportError if the link drops (the caller decides
         whether to tail again: lines written during the gap cannot be told apart from old ones).
 
-        The tail has its own ssh channel, with its own flow-control window: when we read slower than the log
-        grows, that window fills and the remote `tail` blocks on its pipe, while the other channels of the
-        connection (router events, commands) keep flowing."""
+        The tail has its own ssh channel, with its own flow-control window (TAIL_WINDOW): when we read slower than
+        the log grows, that window fills and the remote `tail` blocks on its pipe, while the other channels of the
+        connection (router events, commands) keep flowing, behind at most one window of log."""
         conn = await self.ensure_connected()
         cmd = shlex.join(["sh", "-c", TAIL_SCRIPT, "sh", str(max(0, int(lines))), path])
         try:
-            proc = await conn.create_process(cmd, encoding=None, stderr=asyncssh.DEVNULL)
+            proc = await conn.create_process(cmd, encoding=None, stderr=asyncssh.DEVNULL, window=TAIL_WINDOW)
         except (asyncssh.Error, OSError) as e:
             raise TransportError(f"{self.name}: cannot follow {path}: {describe(e)}") from None
         splitter = LineSplitter(MAX_LOG_LINE)  # never holds more than one bounded unfinished line

@@ -59,6 +59,31 @@ async def test_a_flood_arrives_whole_in_large_chunks_and_other_commands_still_ru
         await asyncio.gather(task, return_exceptions=True)
 
 
+async def test_a_tail_nobody_reads_holds_back_its_own_channel_only(ssh: SshTransport, tmp_path: Path) -> None:
+    """The reader stops (a busy UI) while the log grows by many windows' worth: ssh flow control stops that channel
+    alone (its own window, TAIL_WINDOW), so commands on the same connection still answer, and the tail then
+    delivers every line once it is read again."""
+    log = tmp_path / "router.log"
+    log.write_text("")
+    tail = ssh.tail_chunks(str(log), lines=0)
+    first = asyncio.create_task(anext(tail))
+    try:
+        await asyncio.sleep(0.5)  # the tail is running
+        n = 150_000  # ~8 MB: eight of its windows
+        with log.open("a") as f:
+            f.write("".join(f"0.00.000.000 I srv  flood line {i:07d} of an unread tail\n" for i in range(n)))
+        got = await asyncio.wait_for(first, 20)  # then nothing reads it for a while
+        for _ in range(3):
+            res = await asyncio.wait_for(ssh.run(["echo", "still here"]), 20)
+            assert res.stdout == b"still here\n"
+            await asyncio.sleep(0.3)
+        while len(got) < n:
+            got += await asyncio.wait_for(anext(tail), 20)
+        assert got[-1].endswith(f"line {n - 1:07d} of an unread tail") and len(got) == n
+    finally:
+        await tail.aclose()
+
+
 async def test_port_forwards_are_bounded_across_router_restarts(ssh: SshTransport) -> None:
     ports = [await ssh.forward_port(30000 + i) for i in range(3 * MAX_FORWARDS)]  # a restart picks a new port
     assert len(ssh._forwards._forwards) <= MAX_FORWARDS  # the bound beside MAX_FORWARDS
