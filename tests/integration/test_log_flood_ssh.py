@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -65,8 +66,12 @@ async def test_a_tail_nobody_reads_holds_back_its_own_channel_only(ssh: SshTrans
     delivers every line once it is read again."""
     log = tmp_path / "router.log"
     log.write_text("")
-    tail = ssh.tail_chunks(str(log), lines=0)
-    first = asyncio.create_task(anext(tail))
+    tail = cast("AsyncGenerator[list[str], None]", ssh.tail_chunks(str(log), lines=0))
+
+    async def next_chunk() -> list[str]:
+        return await anext(tail)
+
+    first = asyncio.create_task(next_chunk())
     try:
         await asyncio.sleep(0.5)  # the tail is running
         n = 150_000  # ~8 MB: eight of its windows
@@ -78,9 +83,10 @@ async def test_a_tail_nobody_reads_holds_back_its_own_channel_only(ssh: SshTrans
             assert res.stdout == b"still here\n"
             await asyncio.sleep(0.3)
         while len(got) < n:
-            got += await asyncio.wait_for(anext(tail), 20)
+            got += await asyncio.wait_for(next_chunk(), 20)
         assert got[-1].endswith(f"line {n - 1:07d} of an unread tail") and len(got) == n
     finally:
+        first.cancel()
         await tail.aclose()
 
 
