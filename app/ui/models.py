@@ -18,6 +18,8 @@ from textual.actions import SkipAction
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.coordinate import Coordinate
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 
@@ -152,6 +154,8 @@ class KeyedTable(DataTable[Text]):
         self._row_render_cache = LRUCache(LINE_RENDERS)
         self._row_renderable_cache = LRUCache(LINE_RENDERS)
         self._line_cache = LRUCache(LINE_RENDERS)
+        self._resized_to = Size(0, 0)
+        self._styled_as: tuple[str, frozenset[str]] | None = None
         self.cols = tuple(columns)
         self.glyphs = glyphs
         self.rows_now: dict[str, Row] = {}
@@ -345,9 +349,29 @@ class KeyedTable(DataTable[Text]):
         self._show_sort()
         self.refresh_rows()
 
+    # `f` (the fleet view and back) moves the focus between two tables and shows one again at the size it had.
+    # DataTable drops all its rendered cells and lines on both (a Resize counts as an update; a style update
+    # clears the caches), so each visible cell was rendered anew: most of that key's cost. Its caches are keyed
+    # by the pseudo classes (focus) and the widget's style already, so they are kept when nothing else changed.
+
     def on_resize(self, event: events.Resize) -> None:
+        if event.size == self._resized_to:
+            event.prevent_default()  # DataTable's own handler (a base class's): the size did not change
+            return
+        self._resized_to = event.size
         if self.rows_now:
             self.refresh_rows()
+
+    def notify_style_update(self) -> None:
+        generation = (self.app.theme, frozenset(self.classes))
+        if generation != self._styled_as:
+            self._styled_as = generation
+            super().notify_style_update()  # DataTable's: every rendered cell and line goes
+            return
+        ScrollView.notify_style_update(self)  # the widget's own style caches, not DataTable's renders
+        self._styles_cache.clear()
+        self._get_styles_to_render_cell.cache_clear()
+        self.refresh()
 
 
 class ModelTable(KeyedTable):

@@ -1,0 +1,51 @@
+"""`f` (the fleet view and back) does not render the tables' cells anew: DataTable dropped every rendered cell on a
+focus change and on being shown again at the same size, though its caches are keyed by both. A theme change still
+renders them anew."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.config import Config
+from app.ui.app import make_app
+from app.ui.models import KeyedTable
+from tests.ui.screen import wait_for
+from tests.ui.standin import demo_fleet
+
+
+def count_renders(table: KeyedTable, into: list[int]) -> None:
+    """Count cell renders: DataTable asks for a row's renderables only when a cell is not in its cache."""
+    original = table._get_row_renderables
+
+    def counted(row_index: int) -> Any:
+        into.append(row_index)
+        return original(row_index)
+
+    table._get_row_renderables = counted  # type: ignore[method-assign]
+
+
+async def test_the_fleet_view_and_back_reuse_rendered_cells_and_a_theme_change_does_not() -> None:
+    app = make_app(Config(), demo_fleet())
+    async with app.run_test(size=(140, 45)) as pilot:
+        dash = app.dashboard
+        await wait_for(pilot, lambda: dash.model_table.row_count > 0 and dash.model_table.has_focus)
+        for _ in range(2):  # each table rendered once focused and once not
+            await pilot.press("f")
+            await wait_for(pilot, lambda: dash.fleet_table.has_focus)
+            await pilot.press("f")
+            await wait_for(pilot, lambda: dash.model_table.has_focus)
+        await pilot.pause(0.3)
+        renders: list[int] = []
+        count_renders(dash.model_table, renders)
+        count_renders(dash.fleet_table, renders)
+        for _ in range(2):
+            await pilot.press("f")
+            await wait_for(pilot, lambda: dash.fleet_table.has_focus)
+            await pilot.pause(0.2)
+            await pilot.press("f")
+            await wait_for(pilot, lambda: dash.model_table.has_focus)
+            await pilot.pause(0.2)
+        assert renders == [], f"{len(renders)} cells rendered anew by the fleet view and back"
+
+        app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"
+        await wait_for(pilot, lambda: len(renders) >= dash.model_table.row_count)
