@@ -155,7 +155,7 @@ class KeyedTable(DataTable[Text]):
         self._row_renderable_cache = LRUCache(LINE_RENDERS)
         self._line_cache = LRUCache(LINE_RENDERS)
         self._resized_to = Size(0, 0)
-        self._styled_as: tuple[str, frozenset[str]] | None = None
+        self._styled_as: tuple[str, frozenset[str], frozenset[str]] | None = None
         self.cols = tuple(columns)
         self.glyphs = glyphs
         self.rows_now: dict[str, Row] = {}
@@ -363,7 +363,7 @@ class KeyedTable(DataTable[Text]):
             self.refresh_rows()
 
     def notify_style_update(self) -> None:
-        generation = (self.app.theme, frozenset(self.classes))
+        generation = (self.app.theme, frozenset(self.classes), frozenset(self.app.classes))
         if generation != self._styled_as:
             self._styled_as = generation
             super().notify_style_update()  # DataTable's: every rendered cell and line goes
