@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from app.services.errors import TransportError
+from app.services.remote_trace import note
 from app.services.transport import Transport
 from app.services.write_errors import oserror_cause, stderr_cause
 
@@ -124,6 +125,7 @@ async def _remote_lock(
         raise PresetLockError(f"{transport.name}: cannot lock {folder} on this kind of machine")
     conn: Any = await ensure()
     argv = ["sh", "-c", _HOLD_SCRIPT, "sh", folder, str(max(1, round(timeout))), "1" if create_dir else "0"]
+    note(transport.name, "session", "preset lock")
     try:
         proc: Any = await conn.create_process(shlex.join(argv), encoding=None)
     except Exception as e:  # asyncssh.Error or OSError: the channel could not be opened

@@ -20,6 +20,7 @@ import time
 import asyncssh
 
 from app.services.errors import TransportError
+from app.services.remote_trace import note
 from app.services.ssh_agent_script import AGENT_SCRIPT, MARK, OUTPUT_LIMIT
 from app.services.types import RunResult
 
@@ -111,6 +112,7 @@ class RemoteAgent:
     async def start(self, timeout: float = START_TIMEOUT) -> None:
         """Open the session and wait for the agent's first line; AgentDown when it does not come."""
         cmd = "exec sh -c " + shlex.quote(AGENT_SCRIPT)
+        note(self.name, "session", "agent start")
         try:
             opened = self.conn.create_process(cmd, encoding=None, stderr=asyncssh.DEVNULL)
             proc = await asyncio.wait_for(opened, timeout)
@@ -148,6 +150,7 @@ class RemoteAgent:
                 raise AgentDown(f"{self.name}: the remote agent is not running ({self._down or 'closed'})")
             self._next_id += 1
             rid = self._next_id
+            note(self.name, "agent", what)
             self.requests += 1
             fut: asyncio.Future[_Answer] = asyncio.get_running_loop().create_future()
             self._waiting[rid] = fut

@@ -14,6 +14,7 @@ import asyncssh
 
 from app.services.backoff import Backoff
 from app.services.errors import HostKeyError, TransportError
+from app.services.remote_trace import note
 from app.services.ssh_hostkeys import (
     SshClient,
     describe,
@@ -164,6 +165,7 @@ class SshLink:
             raise TransportError(f"{t.name}: cannot use the ssh settings for {t.host}: {e}") from None
         if algs:
             opts["server_host_key_algs"] = algs
+        note(t.name, "connect", t.host)
         try:
             # asyncssh's connect_timeout covers the handshake; the outer bound is for anything it misses.
             conn = await asyncio.wait_for(asyncssh.connect(t.host, **opts), t.connect_timeout + 2)
@@ -219,6 +221,7 @@ class SshLink:
             if self._sftp_conn is conn:
                 return self._sftp
             sftp: asyncssh.SFTPClient | None
+            note(self.target.name, "sftp", "start")
             try:
                 sftp = await asyncio.wait_for(conn.start_sftp_client(), self.target.connect_timeout)
             except (asyncssh.Error, OSError, TimeoutError):

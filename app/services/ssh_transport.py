@@ -26,6 +26,7 @@ import asyncssh
 from app.services import probes
 from app.services.bounded import MAX_LOG_LINE, LineSplitter, log_text
 from app.services.errors import TransportError, WriteFailed
+from app.services.remote_trace import note
 from app.services.ssh_agent import AgentDown, AgentKeeper
 from app.services.ssh_forward import PortForwards
 from app.services.ssh_hostkeys import describe
@@ -157,6 +158,7 @@ class SshTransport(Transport):
             with contextlib.suppress(AgentDown):  # not sent: the agent is gone, so one session for this one
                 return await agent.run(command, timeout=timeout, what=what)
         async with self._commands:
+            note(self.name, "session", what)
             proc: asyncssh.SSHClientProcess[bytes] | None = None
             try:
                 proc = await conn.create_process(
@@ -279,6 +281,7 @@ class SshTransport(Transport):
         conn = await self.ensure_connected()
         sftp = await self._link.sftp(conn)
         if sftp is not None:
+            note(self.name, "sftp", f"write {len(data)} bytes")
             try:
                 await self._sftp_write(sftp, path, data, mode)
             except asyncssh.SFTPError as e:
@@ -405,6 +408,7 @@ class SshTransport(Transport):
 
     async def _open_channel(self, remote_port: int) -> tuple[asyncssh.SSHReader[bytes], asyncssh.SSHWriter[bytes]]:
         conn = await self.ensure_connected()
+        note(self.name, "channel", f"forward to port {remote_port}")
         return await conn.open_connection("127.0.0.1", remote_port)
 
     # ---- following and measuring ----
@@ -418,6 +422,7 @@ class SshTransport(Transport):
         connection (router events, commands) keep flowing, behind at most one window of log."""
         conn = await self.ensure_connected()
         cmd = shlex.join(["sh", "-c", TAIL_SCRIPT, "sh", str(max(0, int(lines))), path])
+        note(self.name, "session", "tail")
         try:
             proc = await conn.create_process(cmd, encoding=None, stderr=asyncssh.DEVNULL, window=TAIL_WINDOW)
         except (asyncssh.Error, OSError) as e:
