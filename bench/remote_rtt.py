@@ -49,14 +49,17 @@ def run(h: Herd, trace: Path, *args: str) -> tuple[float, subprocess.CompletedPr
     t0 = time.perf_counter()
     r = h.run(*args, timeout=120)
     took = time.perf_counter() - t0
-    ops = [ln.split(" ", 2)[2] for ln in trace.read_text().splitlines()] if trace.exists() else []
+    lines = trace.read_text().splitlines() if trace.exists() else []
+    t_first = float(lines[0].split(" ", 1)[0]) if lines else 0.0
+    # each op with when it was asked, in s after the first (the connection)
+    ops = [f"{ln.split(' ', 2)[2]}  @{float(ln.split(' ', 1)[0]) - t_first:.2f}" for ln in lines]
     if r.returncode != 0:
         print(f"  {' '.join(args)} failed ({r.returncode}): {r.stderr.strip()[-400:]}", flush=True)
     return took, r, ops
 
 
 def kinds(ops: list[str]) -> str:
-    c = collections.Counter(op.split(" ", 1)[0] for op in ops)
+    c = collections.Counter(op.split(" ", 1)[0] for op in ops)  # by kind
     return ", ".join(f"{k} {n}" for k, n in sorted(c.items()))
 
 

@@ -17,7 +17,7 @@ from app.cli.wording import say
 from app.services.errors import HerdError, RouterNotAnswering
 from app.services.logs import LogAttributor
 from app.services.machine import Machine
-from app.services.router_api import HEALTH_BOUND
+from app.services.router_api import HEALTH_BOUND, LINK_ROUND_TRIPS, RouterClient
 from app.services.routers import RouterStatus
 from app.services.textsafe import visible, visible_lines
 from app.services.types import ModelState, RouterState
@@ -40,48 +40,21 @@ def uptime(seconds: float) -> str:
 async def machine_status(m: Machine) -> dict[str, Any]:
     out: dict[str, Any] = {"machine": m.name, "host": m.cfg.host}
     try:
-        async with asyncio.timeout(STATUS_TIMEOUT):
+        async with asyncio.timeout(STATUS_TIMEOUT + LINK_ROUND_TRIPS * m.transport.round_trip()):
             await m.transport.connect()
             out["connection"] = m.transport.state.value
-            await m.transport.host_stats()  # CPU % is a difference between two samples
-            if m.manager is not None:
-                st = await m.manager.inspect()
-                out["router"] = st.state.value
-                out["reason"] = st.reason
-                out["log_tail"] = list(st.log_tail)
-                if st.record is not None:
-                    out.update(pid=st.record.pid, port=st.record.port)
-                    # Whether it requires a key (never the key itself: `llamaherd key` prints that on purpose).
-                    out["api_key"] = "required" if st.record.requires_key else "none"
-                    if st.state is RouterState.RUNNING:
-                        out["uptime_s"] = round(time.time() - st.record.started_at, 1)
-                        out["rss"] = await m.transport.process_tree_rss(st.record.pid)
-                running = st.state is RouterState.RUNNING
-            else:
-                out["router"] = RouterState.ATTACHED.value
-                out["url"] = m.cfg.url
-                running = True
-            await asyncio.sleep(0.3)
-            stats = await m.transport.host_stats()
+            # Over ssh every step below is a round trip: the independent ones are asked together (the agent
+            # answers them in parallel), so a status costs about four after the connection.
+            first = asyncio.ensure_future(m.transport.host_stats())  # CPU % is a difference between two samples
+            t0 = time.monotonic()
+            client = await _router_part(m, out)
+            await first
+            await asyncio.sleep(max(0.0, 0.3 - (time.monotonic() - t0)))
+            stats, _ = await asyncio.gather(m.transport.host_stats(), _models_part(m, out, client))
             out["cpu_pct"] = round(stats.cpu_pct, 1)
             out["mem_used"], out["mem_total"] = stats.mem_used, stats.mem_total
             out["load_avg"] = list(stats.load_avg)
             out["gpus"] = [vars(g) for g in stats.gpus]
-            if running:
-                try:
-                    client = await m.connect_router()
-                    # Bounded first: a stopped router's process looks alive, only its silence tells.
-                    await client.health(timeout=HEALTH_BOUND)
-                    models = await client.models()
-                    out["models_loaded"] = sum(1 for x in models if x.state is ModelState.LOADED)
-                    out["models_known"] = len(models)
-                    out["models_failed"] = [x.id for x in models if x.state is ModelState.FAILED]
-                except RouterNotAnswering as e:
-                    out["router"] = RouterState.NOT_ANSWERING.value
-                    out["reason"] = str(e)
-                except HerdError as e:
-                    out["router"] = RouterState.UNREACHABLE.value if m.manager is None else out["router"]
-                    out["reason"] = say(e)
     except TimeoutError:
         out.setdefault("connection", "unreachable")
         out["reason"] = f"no answer within {STATUS_TIMEOUT:.0f} s"
@@ -91,6 +64,61 @@ async def machine_status(m: Machine) -> dict[str, Any]:
             out["connection"] = "unreachable"
         out["reason"] = say(e)
     return out
+
+
+async def _router_part(m: Machine, out: dict[str, Any]) -> RouterClient | None:
+    """The router's record and process into `out`; a client for it when it runs (an attached one is asked)."""
+    if m.manager is None:
+        out["router"] = RouterState.ATTACHED.value
+        out["url"] = m.cfg.url
+        try:
+            return await m.connect_router()
+        except HerdError as e:
+            out["router"] = RouterState.UNREACHABLE.value
+            out["reason"] = say(e)
+            return None
+    st = await m.manager.inspect()
+    out["router"] = st.state.value
+    out["reason"] = st.reason
+    out["log_tail"] = list(st.log_tail)
+    if st.record is not None:
+        out.update(pid=st.record.pid, port=st.record.port)
+        # Whether it requires a key (never the key itself: `llamaherd key` prints that on purpose).
+        out["api_key"] = "required" if st.record.requires_key else "none"
+        if st.state is RouterState.RUNNING:
+            out["uptime_s"] = round(time.time() - st.record.started_at, 1)
+            url = f"http://127.0.0.1:{st.record.port}"
+            out["rss"], client = await asyncio.gather(
+                m.transport.process_tree_rss(st.record.pid), m.client_for(url, st.record)
+            )
+            return client
+    return None
+
+
+async def _models_part(m: Machine, out: dict[str, Any], client: RouterClient | None) -> None:
+    if client is None:
+        return
+    try:
+        # /health and the list are asked together; /health bounded first decides (a stopped router's process
+        # looks alive, only its silence tells).
+        models_asked = asyncio.ensure_future(client.models())
+        try:
+            await client.health(timeout=HEALTH_BOUND)
+            models = await models_asked
+        finally:
+            if not models_asked.done():
+                models_asked.cancel()
+            with contextlib.suppress(BaseException):
+                await models_asked
+        out["models_loaded"] = sum(1 for x in models if x.state is ModelState.LOADED)
+        out["models_known"] = len(models)
+        out["models_failed"] = [x.id for x in models if x.state is ModelState.FAILED]
+    except RouterNotAnswering as e:
+        out["router"] = RouterState.NOT_ANSWERING.value
+        out["reason"] = str(e)
+    except HerdError as e:
+        out["router"] = RouterState.UNREACHABLE.value if m.manager is None else out["router"]
+        out["reason"] = say(e)
 
 
 def format_status(s: dict[str, Any]) -> str:

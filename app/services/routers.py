@@ -37,6 +37,7 @@ LOCK_STALE_AFTER = 60.0
 # State directories are 0700 (they hold the key, the record and the log), including ones an older llamaherd made
 # 0755; the log 0600. Positional parameters: router dir, llamaherd dir, routers dir, log.
 _PRIVATE_DIRS = 'umask 077 && mkdir -p -- "$1" && chmod 700 -- "$2" "$3" "$1" && { [ ! -e "$4" ] || chmod 600 "$4"; }'
+_LOCK_TAKEN = 3
 EMPTY_PRESET = "; models.ini for llama-server router mode, written by llamaherd.\n; One [section] per model.\n[*]\n"
 
 _TAIL_SCRIPT = '[ -r "$2" ] || exit 1; tail -n "$1" -- "$2" | cut -b "1-$3"'
@@ -176,6 +177,12 @@ class RouterManager:
             await self.clear_record()
         return None
 
+    async def _running_and_healthy(self) -> RouterRecord | None:
+        rec = await self.read_record()
+        if rec is None or rec.state is not RouterState.RUNNING or not await self.is_same_process(rec):
+            return None
+        return rec if await self._healthy(rec.port) else None
+
     async def _healthy(self, port: int, timeout: float = 3.0) -> bool:
         try:
             async with self.client(port, timeout=timeout) as c:  # /health needs no key
@@ -228,6 +235,11 @@ class RouterManager:
         """Start the machine's router, or adopt the one running. Returns (record, started_by_us)."""
         key = (id(self.transport), await self.state_dir())
         lock = _local_locks.setdefault(key, asyncio.Lock())
+        # A router that runs and answers is adopted without the lock (nothing is changed): three round trips
+        # instead of six over ssh. Anything else is decided inside the lock.
+        rec = await self._running_and_healthy()
+        if rec is not None:
+            return rec, False
         async with lock, self._machine_lock():
             # Asked again inside the lock: two starts at once would otherwise both find none and start two.
             rec = await self.adopt()
@@ -238,12 +250,12 @@ class RouterManager:
     async def _start_new(self) -> RouterRecord:
         t = self.transport
         program = await self.program()
-        port = self.machine.router_port or await t.free_port()
         preset = await self.preset_path()
         log = await self.log_path()
-        await self._key_for_start()
-        if not self.machine.preset and await t.stat(preset) is None:
-            await t.write_file_atomic(preset, EMPTY_PRESET.encode(), mode=0o600)
+        # Independent steps asked together: over ssh the agent answers them in parallel, one round trip.
+        port, _, before, _ = await asyncio.gather(
+            self._port(), self._key_for_start(), t.stat(log), self._default_preset(preset)
+        )
         argv = (
             program, "--host", "127.0.0.1", "--port", str(port),
             "--models-preset", preset, "--models-max", str(self.machine.models_max),
@@ -252,7 +264,6 @@ class RouterManager:
             *self.machine.extra_args,
         )  # fmt: skip
         await self.clear_record()  # starting a new router is what clears the old record
-        before = await t.stat(log)
         offset = before.size if before else 0  # what this start writes comes after this point of the log
         pid = await t.spawn_detached(list(argv), log_path=log, env_files={KEY_ENV: await self.key_path()})
         start_time = await t.process_start_time(pid)
@@ -285,6 +296,13 @@ class RouterManager:
             f"llama-server did not answer /health within {HEALTH_TIMEOUT:.0f} s", await self._new_log(log, offset)
         )
 
+    async def _port(self) -> int:
+        return self.machine.router_port or await self.transport.free_port()
+
+    async def _default_preset(self, preset: str) -> None:
+        if not self.machine.preset and await self.transport.stat(preset) is None:
+            await self.transport.write_file_atomic(preset, EMPTY_PRESET.encode(), mode=0o600)
+
     async def program(self) -> str:
         if self.machine.program:
             return await self.transport.expand(self.machine.program)
@@ -309,11 +327,14 @@ class RouterManager:
         """A lock on the serving machine (mkdir is atomic there, locally and over ssh) for other processes."""
         lock = posixpath.join(await self.state_dir(), "start.lock")
         t = self.transport
-        await self._private_dirs()
         deadline = time.monotonic() + HEALTH_TIMEOUT + 10
+        first = True
         while True:
-            r = await t.run(["mkdir", lock])
-            if r.ok:
+            if first:  # the state directory made private and the lock taken in one request
+                first = False
+                if await self._private_dirs(lock):
+                    break
+            elif (await t.run(["mkdir", lock])).ok:
                 break
             info = await t.stat(lock)
             if info is not None and time.time() - info.mtime > LOCK_STALE_AFTER:
@@ -327,15 +348,20 @@ class RouterManager:
         finally:
             await t.run(["rmdir", lock])
 
-    async def _private_dirs(self) -> None:
+    async def _private_dirs(self, lock: str) -> bool:
+        """Make the state directories (private); then try to take the lock: whether it was taken."""
         d = await self.state_dir()
         base = await self.transport.state_dir()
+        script = f"{{ {_PRIVATE_DIRS}; }} || exit 1; mkdir -- \"$5\" 2>/dev/null || exit {_LOCK_TAKEN}"
         r = await self.transport.run(
-            ["sh", "-c", _PRIVATE_DIRS, "sh", d, base, posixpath.join(base, "routers"), await self.log_path()]
+            ["sh", "-c", script, "sh", d, base, posixpath.join(base, "routers"), await self.log_path(), lock]
         )
+        if r.returncode == _LOCK_TAKEN:
+            return False
         if not r.ok:
             detail = r.stderr.decode(errors="replace").strip() or f"exit code {r.returncode}"
             raise LifecycleError(f"cannot make the state directory {d} on {self.machine.name}: {detail}")
+        return True
 
     # ---- stopping ----
 

@@ -99,6 +99,8 @@ class RemoteAgent:
         self._next_id = 0
         self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._down: str | None = None
+        # The answer to request 0, which the agent runs unasked at start: ENV_SCRIPT's output.
+        self.environment: asyncio.Future[_Answer] | None = None
 
     @property
     def round_trip(self) -> float | None:
@@ -122,6 +124,8 @@ class RemoteAgent:
             self._fail(f"the remote agent did not start: {type(e).__name__} {e}".strip())
             raise AgentDown(f"{self.name}: {self._down}") from None
         self.pid = int(line.split()[2])
+        self._waiting[0] = self.environment = asyncio.get_running_loop().create_future()
+        self.environment.add_done_callback(lambda f: f.cancelled() or f.exception())  # nobody may ask for it
         self._reader = asyncio.get_running_loop().create_task(self._read_answers(rest))
 
     @staticmethod

@@ -6,7 +6,8 @@ Protocol (all text lines on the agent's stdin/stdout):
   kill: `K <id>` stops a request still running (its whole process tree), used when the caller timed out.
 - answer: `@@llamaherd-agent <id> <rc> <out> <err> <out_total> <err_total>` then exactly <out> bytes of stdout
   and <err> bytes of stderr; <out>/<err> are cut at OUTPUT_LIMIT, the totals say what the command wrote.
-- at start: `@@llamaherd-agent ready <pid>`.
+- at start: `@@llamaherd-agent ready <pid>`, then the answer to request 0, which nobody sent: the login's $HOME
+  and $XDG_STATE_HOME (ENV_SCRIPT), which every command needs first; so reading them costs no round trip.
 Each request runs in the background (several in flight; a slow one blocks nobody); its output goes to files in
 a private 0700 directory and one emitter loop sends finished answers one at a time, so answers never interleave.
 No umask is set: the commands (and a router they start) get the login's own, as on a session of their own;
@@ -24,7 +25,10 @@ by the next agent of that user, which finds its pid gone.
 
 from __future__ import annotations
 
+import shlex
+
 from app.services.bounded import MAX_COMMAND_OUTPUT
+from app.services.ssh_scripts import ENV_SCRIPT
 
 MARK = "@@llamaherd-agent"
 OUTPUT_LIMIT = MAX_COMMAND_OUTPUT
@@ -77,7 +81,14 @@ quit() {{
 exec 3>"$d/done"
 trap quit EXIT
 trap 'exit 1' HUP INT TERM
+job() {{
+  : >"$d/$1.o"
+  ( eval "$2" </dev/null >"$d/$1.o" 2>"$d/$1.e" 3>&-; echo "$?" >"$d/$1.r"; echo "$1" >&3 ) &
+  echo "$!" >"$d/$1.p"
+  [ -e "$d/$1.o" ] || rm -f "$d/$1.p"
+}}
 echo "{MARK} ready $$"
+job 0 {shlex.quote(ENV_SCRIPT)}
 while IFS= read -r h; do
   set -- $h
   case $1 in
@@ -90,10 +101,7 @@ while IFS= read -r h; do
 "
         n=$((n - 1))
       done
-      : >"$d/$id.o"
-      ( eval "$c" </dev/null >"$d/$id.o" 2>"$d/$id.e" 3>&-; echo "$?" >"$d/$id.r"; echo "$id" >&3 ) &
-      echo "$!" >"$d/$id.p"
-      [ -e "$d/$id.o" ] || rm -f "$d/$id.p"
+      job "$id" "$c"
       ;;
   esac
 done

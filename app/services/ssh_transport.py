@@ -17,7 +17,6 @@ import contextlib
 import errno
 import os
 import posixpath
-import secrets
 import shlex
 from collections.abc import AsyncIterator, Mapping, Sequence
 
@@ -27,6 +26,7 @@ from app.services import probes
 from app.services.bounded import MAX_LOG_LINE, LineSplitter, log_text
 from app.services.errors import TransportError, WriteFailed
 from app.services.remote_trace import note
+from app.services.sftp_write import sftp_write
 from app.services.ssh_agent import AgentDown, AgentKeeper
 from app.services.ssh_forward import PortForwards
 from app.services.ssh_hostkeys import describe
@@ -60,6 +60,8 @@ from app.services.write_errors import DIAGNOSE_SCRIPT, diagnosed_cause, sftp_cau
 # OpenSSH's default MaxSessions is 10 per connection; long-lived tails and SFTP use some, so short commands
 # are capped below it rather than being refused by the server under load.
 MAX_COMMANDS = 6
+# Files up to this much base64 are written by the agent (one request line: its shell reads it byte by byte).
+AGENT_WRITE_LIMIT = 32 * 1024
 
 
 def _bytes(out: bytes | str | None) -> bytes:
@@ -279,18 +281,25 @@ class SshTransport(Transport):
 
     async def write_file_atomic(self, path: str, data: bytes, mode: int = 0o600) -> None:
         conn = await self.ensure_connected()
+        b64 = base64.b64encode(data).decode("ascii")
+        # A small file (a record, a key, a preset) goes through the agent in one round trip; SFTP costs about
+        # eight on a fresh connection (subsystem start, open, write, close, chmod, rename).
+        if len(b64) <= AGENT_WRITE_LIMIT and await self.agent.get(conn) is not None:
+            return await self._write_by_script(path, b64, mode)
         sftp = await self._link.sftp(conn)
         if sftp is not None:
             note(self.name, "sftp", f"write {len(data)} bytes")
             try:
-                await self._sftp_write(sftp, path, data, mode)
+                await sftp_write(sftp, path, data, mode)
             except asyncssh.SFTPError as e:
                 cause = sftp_cause(e.code, e.reason) or await self._diagnose(path, len(data))
                 raise WriteFailed(self.name, path, cause) from None
             except (asyncssh.Error, OSError) as e:
                 raise TransportError(f"{self.name}: cannot write {path}: {describe(e)}") from None
             return
-        b64 = base64.b64encode(data).decode("ascii")
+        await self._write_by_script(path, b64, mode)
+
+    async def _write_by_script(self, path: str, b64: str, mode: int) -> None:
         args = [path, format(mode & 0o7777, "o")]
         if len(b64) <= ARG_LIMIT:
             res = await self._sh(WRITE_SCRIPT, *args, b64, what="write")
@@ -309,26 +318,6 @@ class SshTransport(Transport):
         except TransportError:
             return "the server said only 'Failure'"
         return diagnosed_cause(res.stdout.decode(errors="replace"), size)
-
-    async def _sftp_write(self, sftp: asyncssh.SFTPClient, path: str, data: bytes, mode: int) -> None:
-        parent = posixpath.dirname(path)
-        if parent:
-            await sftp.makedirs(parent, exist_ok=True)
-        tmp = posixpath.join(parent, f".{posixpath.basename(path)}.{secrets.token_hex(4)}.tmp")
-        try:
-            async with sftp.open(tmp, "wb", attrs=asyncssh.SFTPAttrs(permissions=mode)) as f:
-                await f.write(data)
-            await sftp.chmod(tmp, mode)  # the server's umask applies at create
-            try:
-                await sftp.posix_rename(tmp, path)  # rename over an existing file, atomically
-            except asyncssh.SFTPOpUnsupported:
-                with contextlib.suppress(asyncssh.SFTPNoSuchFile):
-                    await sftp.remove(path)
-                await sftp.rename(tmp, path)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await sftp.remove(tmp)
-            raise
 
     async def stat(self, path: str) -> FileInfo | None:
         res = await self._sh(STAT_SCRIPT, _fs_arg(path), what="stat")
@@ -377,7 +366,7 @@ class SshTransport(Transport):
     async def _remote_env(self) -> tuple[str, str | None]:
         # Read once per connection: $HOME and $XDG_STATE_HOME as that machine's shell sees them.
         if self._env is None or self._env_of != self._link.connects:
-            res = await self._sh(ENV_SCRIPT, what="environment")
+            res = await self._agent_environment() or await self._sh(ENV_SCRIPT, what="environment")
             if not res.ok:
                 raise self._failed("cannot read", "$HOME", res)
             home, _, xdg = res.stdout.decode(errors="replace").partition("\n")
@@ -385,6 +374,17 @@ class SshTransport(Transport):
                 raise TransportError(f"{self.name}: $HOME is not set on the remote side")
             self._env, self._env_of = (home, xdg or None), self._link.connects
         return self._env
+
+    async def _agent_environment(self) -> RunResult | None:
+        """ENV_SCRIPT's answer that the agent sends unasked when it starts (no round trip of its own)."""
+        agent = await self.agent.get(await self.ensure_connected())
+        if agent is None or agent.environment is None:
+            return None
+        try:
+            ans = await asyncio.wait_for(asyncio.shield(agent.environment), 30)
+        except (TransportError, TimeoutError):
+            return None
+        return RunResult(ans.rc, bytes(ans.out), bytes(ans.err))
 
     async def expand(self, path: str) -> str:
         if "~" not in path and "$" not in path:
