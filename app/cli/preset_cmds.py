@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import posixpath
 from collections.abc import Callable
 
@@ -38,17 +40,27 @@ async def _run_edit(
 ) -> int:
     store = PresetStore(m)
     # Only an edit that writes keys needs the server's options (`llama-server --help`); removing needs none.
-    known = await store.known_keys() if adds_keys else frozenset()
-    edit = edit_for(known)
-    if dry_run:
-        return await _edit_once(store, edit, dry_run)
-    # Read, plan and write under the preset's lock: a concurrent `preset set` waits and then builds on this edit.
-    async with store.locked(create_dir=True):
-        return await _edit_once(store, edit, dry_run)
+    # Asked while the lock is being taken: over ssh the two overlap instead of costing a round trip each.
+    asked = asyncio.ensure_future(store.known_keys() if adds_keys else _no_keys())
+    try:
+        if dry_run:
+            return await _edit_once(store, edit_for(await asked), dry_run)
+        # Read, plan and write under the preset's lock: a concurrent `preset set` waits, then builds on this edit.
+        async with store.locked(create_dir=True):
+            return await _edit_once(store, edit_for(await asked), dry_run)
+    finally:
+        if not asked.done():
+            asked.cancel()
+        with contextlib.suppress(BaseException):
+            await asked
+
+
+async def _no_keys() -> frozenset[str]:
+    return frozenset()
 
 
 async def _edit_once(store: PresetStore, edit: Edit, dry_run: bool) -> int:
-    plan = await store.plan(edit, await store.read())
+    plan = await store.plan(edit)
     if plan.no_change:
         print(visible(f"{plan.snapshot.path}: nothing to change (no write, no reload)"))
         return 0

@@ -9,12 +9,14 @@ section changed, and no others.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import posixpath
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from app.services.errors import PresetError, RouterError, SectionExists, WriteFailed
 from app.services.help_keys import known_keys_from_help
@@ -140,12 +142,12 @@ class PresetStore:
             return []
 
     async def plan(self, edit: Edit, snapshot: PresetSnapshot | None = None) -> PresetPlan:
-        snap = snapshot or await self.read()
+        # The file and the router's running models are asked together (over ssh: overlapping round trips).
+        snap, running = await asyncio.gather(_given(snapshot) if snapshot else self.read(), self.running_models())
         old = snap.doc
         new = edit(old)
         new_text = new.text()
         changed = frozenset(changed_sections(old, new))
-        running = await self.running_models()
         router_running = self.machine.client is not None and self.machine.view.router_state is RouterState.RUNNING
         # [*] cascades under every model: then each running model's final options may have changed.
         spread = GLOBAL_SECTION in changed
@@ -170,8 +172,9 @@ class PresetStore:
                 diff = unified_diff(current.text, plan.new_text, snap.path, labels=("on disk now", "your edit"))
                 raise PresetConflict(snap.path, diff)
             try:
-                backup = await self._backup(snap) if snap.exists else None
-                mode = await self._mode_for(snap.path)
+                backup, mode = await asyncio.gather(
+                    self._backup(snap) if snap.exists else _given(None), self._mode_for(snap.path)
+                )
                 await self.transport.write_file_atomic(snap.path, plan.new_text.encode("utf-8"), mode=mode)
             except WriteFailed as e:  # one line naming the preset and why; its text is what it was
                 backup_name = posixpath.basename(e.path)
@@ -259,3 +262,11 @@ def remove_section(section: str) -> Edit:
         return doc.remove_section(section)
 
     return edit
+
+
+_T = TypeVar("_T")
+
+
+async def _given(value: _T) -> _T:
+    """A value already known, where a coroutine is asked for (asyncio.gather)."""
+    return value

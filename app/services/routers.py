@@ -253,8 +253,9 @@ class RouterManager:
         preset = await self.preset_path()
         log = await self.log_path()
         # Independent steps asked together: over ssh the agent answers them in parallel, one round trip.
-        port, _, before, _ = await asyncio.gather(
-            self._port(), self._key_for_start(), t.stat(log), self._default_preset(preset)
+        # Starting a new router is what clears the old record.
+        port, _, before, _, _ = await asyncio.gather(
+            self._port(), self._key_for_start(), t.stat(log), self._default_preset(preset), self.clear_record()
         )
         argv = (
             program, "--host", "127.0.0.1", "--port", str(port),
@@ -263,7 +264,6 @@ class RouterManager:
             "--metrics",
             *self.machine.extra_args,
         )  # fmt: skip
-        await self.clear_record()  # starting a new router is what clears the old record
         offset = before.size if before else 0  # what this start writes comes after this point of the log
         pid = await t.spawn_detached(list(argv), log_path=log, env_files={KEY_ENV: await self.key_path()})
         start_time = await t.process_start_time(pid)
@@ -274,12 +274,13 @@ class RouterManager:
             state=RouterState.STARTING, started_at=time.time(), argv=argv, models_max=self.machine.models_max,
             requires_key=True,
         )  # fmt: skip
-        await self.write_record(rec)
+        # The record is written while the process is first looked at (one round trip over ssh, not two).
+        _, alive = await asyncio.gather(self.write_record(rec), self.is_same_process(rec))
         deadline = time.monotonic() + HEALTH_TIMEOUT
         while time.monotonic() < deadline:
             # Watch the process while waiting: a taken port or an unknown flag exits within a second. Looked at
             # before /health too, whose probe a silent squatter on a fixed router_port holds for its whole bound.
-            if not await self.is_same_process(rec):
+            if not alive:
                 await self.clear_record()
                 raise LifecycleError(
                     f"llama-server exited during start-up on {self.machine.name}", await self._new_log(log, offset)
@@ -290,6 +291,7 @@ class RouterManager:
                 await self.write_record(rec)
                 return rec
             await asyncio.sleep(HEALTH_EVERY)
+            alive = await self.is_same_process(rec)
         await t.kill(pid, signal.SIGKILL)
         await self.clear_record()
         raise LifecycleError(
