@@ -40,7 +40,7 @@ def uptime(seconds: float) -> str:
 async def machine_status(m: Machine) -> dict[str, Any]:
     out: dict[str, Any] = {"machine": m.name, "host": m.cfg.host}
     try:
-        async with asyncio.timeout(STATUS_TIMEOUT + LINK_ROUND_TRIPS * m.transport.round_trip()):
+        async with asyncio.timeout(STATUS_TIMEOUT) as bound:
             await m.transport.connect()
             out["connection"] = m.transport.state.value
             # Over ssh every step below is a round trip: the independent ones are asked together (the agent
@@ -49,6 +49,10 @@ async def machine_status(m: Machine) -> dict[str, Any]:
             t0 = time.monotonic()
             client = await _router_part(m, out)
             await first
+            # Room for a slow link, known once its round trip has been measured (by the answers so far).
+            when = bound.when()
+            if when is not None:
+                bound.reschedule(when + LINK_ROUND_TRIPS * m.transport.round_trip())
             await asyncio.sleep(max(0.0, 0.3 - (time.monotonic() - t0)))
             stats, _ = await asyncio.gather(m.transport.host_stats(), _models_part(m, out, client))
             out["cpu_pct"] = round(stats.cpu_pct, 1)
