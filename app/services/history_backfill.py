@@ -8,10 +8,12 @@ llamaherd ran is covered.
 from __future__ import annotations
 
 import asyncio
+import weakref
+from dataclasses import dataclass
 
 from app.services.bounded import MAX_LOG_LINE
 from app.services.errors import HerdError
-from app.services.history_reasons import LOG_PATTERN, Transition, transitions
+from app.services.history_reasons import LOG_PATTERN, LogReasons, Transition, run_reasons
 from app.services.history_store import HistoryRow, HistoryStore
 from app.services.machine import Machine
 from app.services.routers import RouterRecord
@@ -20,29 +22,92 @@ from app.services.routers import RouterRecord
 # last LOG_LINES of those, each cut at MAX_LOG_LINE.
 LOG_BYTES = 64 * 1024 * 1024
 LOG_LINES = 20_000
-_READ = '[ -r "$1" ] || exit 1; tail -c "$2" -- "$1" | grep -E -e "$3" | tail -n "$4" | cut -b "1-$5"'
+# $1 log, $2 where the last read ended (-1: none), $3 LOG_BYTES, $4 pattern, $5 LOG_LINES, $6 MAX_LOG_LINE.
+# The first line out is "END MODE": END the offset read up to (the end of the last whole line: a line being written
+# is read next time), MODE "more" when the read began at $2, else "full" (first read, the log was cut, or more
+# than LOG_BYTES were written since: the last LOG_BYTES up to END were read instead).
+_READ = r"""[ -r "$1" ] || exit 1
+size=$(wc -c < "$1") || exit 1
+end=$size
+if [ "$size" -gt 0 ] && [ "$(tail -c +"$size" -- "$1" | head -c 1 | wc -l)" -eq 0 ]; then
+  s=$((size > 65536 ? size - 65536 : 0))
+  end=$((size - $(tail -c +$((s + 1)) -- "$1" | head -c $((size - s)) | tail -n 1 | wc -c)))
+fi
+off=$2 mode=more
+if [ "$off" -lt 0 ] || [ "$off" -gt "$end" ] || [ $((end - off)) -gt "$3" ]; then
+  off=$((end > $3 ? end - $3 : 0)) mode=full
+fi
+echo "$end $mode"
+tail -c +$((off + 1)) -- "$1" | head -c $((end - off)) | grep -E -e "$4" | tail -n "$5" | cut -b "1-$6"
+"""
 # A transition this llamaherd asked for is matched to its request within this window (the router acts at once).
 ASKED_BEFORE = 15.0
 ASKED_AFTER = 2.0
 _ACTION = {"loading": "load", "unloaded": "unload", "failed": "unload"}
 
 
+@dataclass
+class _Cursor:
+    """Where the last read of one router run's log ended, and the parser that read it: the next read asks only for
+    what was written since (a model change no longer re-reads the run's last LOG_LINES lines)."""
+
+    run: tuple[str, float]  # the record's log and start: another run (or log) reads from scratch
+    offset: int
+    parser: LogReasons
+
+
+# One cursor per machine object, gone with it (a dashboard's machines; a CLI command's are read once).
+_cursors: weakref.WeakKeyDictionary[Machine, _Cursor] = weakref.WeakKeyDictionary()
+
+
 async def read_transitions(m: Machine) -> tuple[RouterRecord, list[Transition]] | None:
-    """The managed router's record and the transitions its log holds for its current run (None: no record)."""
+    """The managed router's record and the transitions its log holds for its current run (None: no record).
+    After the first read, only the transitions of lines written since, and the evictions still waiting for the
+    spawn that names the model they made room for (the store keeps each once, by key, and takes a longer detail)."""
     if m.manager is None:
         return None
     rec = await m.manager.read_record()
     if rec is None:
         return None
-    r = await m.transport.run(
-        ["sh", "-c", _READ, "sh", rec.log, str(LOG_BYTES), LOG_PATTERN, str(LOG_LINES), str(MAX_LOG_LINE)]
-    )
+    run = (rec.log, rec.started_at or rec.start_time)
+    cur = _cursors.get(m)
+    if cur is not None and cur.run != run:
+        cur = None
+    off = cur.offset if cur is not None else -1
+    args = [rec.log, str(off), str(LOG_BYTES), LOG_PATTERN, str(LOG_LINES), str(MAX_LOG_LINE)]
+    r = await m.transport.run(["sh", "-c", _READ, "sh", *args])
     if not r.ok:
         return rec, []
-    raws = r.stdout.decode(errors="replace").splitlines()
+    head, _, body = r.stdout.decode(errors="replace").partition("\n")
+    end_s, _, mode = head.partition(" ")
+    if not end_s.isdigit():
+        return rec, []
+    raws = body.splitlines()
     ports = dict(m.attributor.ports)
     # Up to LOG_LINES lines to parse: in a thread, so the dashboard's loop never waits on it.
-    return rec, await asyncio.to_thread(transitions, raws, ports)
+    found = await asyncio.to_thread(_parse, cur if mode == "more" else None, raws, ports)
+    if found is None:  # the lines since belong to a new run: read the log again from scratch
+        _cursors.pop(m, None)
+        return await read_transitions(m) if cur is not None else (rec, [])
+    parser, out = found
+    _cursors[m] = _Cursor(run, int(end_s), parser)
+    return rec, out
+
+
+def _parse(cur: _Cursor | None, raws: list[str],
+           ports: dict[int, str]) -> tuple[LogReasons, list[Transition]] | None:  # fmt: skip
+    if cur is None:
+        parser, out = run_reasons(raws, ports)
+    else:
+        parser = cur.parser
+        parser.att.ports.update(ports)
+        more = parser.feed_more(raws)
+        if more is None:
+            return None
+        out = more
+    out = [*out, *parser.held]
+    out.sort(key=lambda t: t.at_us)
+    return parser, out
 
 
 def rows_of(m: Machine, rec: RouterRecord, found: list[Transition],

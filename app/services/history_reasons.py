@@ -95,12 +95,26 @@ class LogReasons:
         self.errors: dict[str, deque[str]] = {}
         self.held: list[Transition] = []  # evictions waiting for the spawn they made room for
         self.now = 0
+        self.clock = -1  # the router's own clock at its last timed line (a run restarted: it goes back)
         self.router_stopping = False
 
     def feed_raw(self, raws: Iterable[str]) -> list[Transition]:
         out: list[Transition] = []
         for r in raws:
             out.extend(self.feed(self.att.parse(r)))
+        return out
+
+    def feed_more(self, raws: Iterable[str]) -> list[Transition] | None:
+        """Lines that follow the ones already fed (read from where the last read ended); None when they belong to
+        another run (a start line, or the router's clock went back): read that run from the start instead."""
+        out: list[Transition] = []
+        for r in raws:
+            ln = self.att.parse(r)
+            if ln.source == "router":
+                t = rel_us(ln.time)
+                if RUN_START in ln.text or (t is not None and t < self.clock - CLOCK_SLACK):
+                    return None
+            out.extend(self.feed(ln))
         return out
 
     def feed(self, ln: LogLine) -> list[Transition]:
@@ -111,6 +125,7 @@ class LogReasons:
         t = rel_us(ln.time)
         if t is not None:
             self.now = t
+            self.clock = t
         text = ln.text
         if "name=" not in text:
             if _ROUTER_EXIT in text:
@@ -199,8 +214,9 @@ def _join(a: str, b: str) -> str:
     return f"{a}; {b}" if a else b
 
 
-def transitions(raws: Iterable[str], ports: dict[int, str] | None = None) -> list[Transition]:
-    """Every transition of the last run in these raw lines, evictions included."""
+def run_reasons(raws: Iterable[str], ports: dict[int, str] | None = None) -> tuple[LogReasons, list[Transition]]:
+    """The transitions of the last run in these raw lines, and the parser that read them (to feed what follows);
+    evictions still waiting for their spawn are in its `held`."""
     att = LogAttributor()
     att.ports.update(ports or {})
     run = current_run([att.parse(r) for r in raws])
@@ -208,6 +224,12 @@ def transitions(raws: Iterable[str], ports: dict[int, str] | None = None) -> lis
     out: list[Transition] = []
     for ln in run:
         out.extend(parser.feed(ln))
+    return parser, out
+
+
+def transitions(raws: Iterable[str], ports: dict[int, str] | None = None) -> list[Transition]:
+    """Every transition of the last run in these raw lines, evictions included."""
+    parser, out = run_reasons(raws, ports)
     out.extend(parser.finish())
     out.sort(key=lambda t: t.at_us)
     return out

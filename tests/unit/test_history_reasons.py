@@ -98,3 +98,31 @@ def test_a_spawn_written_before_the_victims_exit_line_still_names_it() -> None:
     ]
     ev = [t for t in transitions(lines) if t.reason == "evicted"]
     assert len(ev) == 1 and ev[0].detail.endswith("for beta")
+
+
+def test_lines_fed_a_little_at_a_time_give_what_one_read_of_all_gives() -> None:
+    from app.services.history_reasons import run_reasons
+
+    whole = transitions(REAL)
+    for cut in range(1, len(REAL) + 1):  # the first line starts the run
+        parser, seen = run_reasons(REAL[:cut])
+        more = parser.feed_more(REAL[cut:])
+        assert more is not None
+        got = {(t.at_us, t.model, t.to_state): t for t in [*seen, *more, *parser.held]}
+        # The eviction is said once without its "for beta" (the store then takes the longer detail by key).
+        assert [(t.model, t.to_state, t.reason) for t in sorted(got.values(), key=lambda t: t.at_us)] == [
+            (t.model, t.to_state, t.reason) for t in whole
+        ]
+        assert [t.detail for t in more if t.reason == "evicted"] in ([], [whole[2].detail])
+
+
+def test_lines_of_another_run_are_not_fed_onto_the_last_one() -> None:
+    from app.services.history_reasons import run_reasons
+
+    parser, _ = run_reasons(REAL)
+    assert parser.feed_more(["0.00.001.000 I srv  llama_server: initializing ..."]) is None
+    parser, _ = run_reasons(REAL)
+    back = "0.00.100.000 I srv          load: spawning server instance with name=x on port 1"  # the clock went back
+    assert parser.feed_more([back]) is None
+    parser, _ = run_reasons(REAL)
+    assert parser.feed_more(["0.05.160.000 I srv        unload: stopping model instance name=x"]) == []
