@@ -44,6 +44,7 @@ from app.services.types import (
     RouterState,
     StreamStateEvent,
 )
+from app.services.waits import within
 
 STATS_EVERY = 2.0
 INSPECT_EVERY = 2.0  # how often a stopped/absent router is looked at again
@@ -148,7 +149,7 @@ class Machine:
 
     async def _wait_poke(self, timeout: float) -> None:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._poke.wait(), timeout)
+            await within(self._poke.wait(), timeout)  # not wait_for: it can lose a cancel on 3.11 (waits.py)
         self._poke.clear()
 
     # ---- router ----

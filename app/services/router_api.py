@@ -38,6 +38,7 @@ from app.services.types import (
     RouterProps,
     StreamStateEvent,
 )
+from app.services.waits import within
 
 # The SSE stream has no keep-alives, so silence is normal; the full list is re-read this often while idle.
 REFRESH_INTERVAL = 30.0
@@ -263,7 +264,7 @@ class RouterClient:
         try:
             # httpx's read timeout is off for the stream (silence is normal there), which also left the wait
             # for its headers unbounded: a router that accepted the connection and said nothing hung us forever.
-            resp = await asyncio.wait_for(cm.__aenter__(), self.bound(HEADERS_TIMEOUT))
+            resp = await within(cm.__aenter__(), self.bound(HEADERS_TIMEOUT))
         except (TimeoutError, httpx.TimeoutException):
             raise RouterNotAnswering(
                 f"{where}: router not answering (no headers within {self.bound(HEADERS_TIMEOUT):g} s)"
@@ -294,7 +295,8 @@ class RouterClient:
             answering = True
             while True:
                 try:
-                    item = await asyncio.wait_for(queue.get(), timeout=min(HEALTH_EVERY, refresh_interval))
+                    # Not asyncio.wait_for: on 3.11 it loses a cancel that meets an arriving event (waits.py).
+                    item = await within(queue.get(), min(HEALTH_EVERY, refresh_interval))
                 except TimeoutError:
                     alive, why = await self._answers()
                     if alive:
