@@ -24,6 +24,7 @@ from app.services.bounded import MAX_LOG_LINE, LineSplitter, log_text
 from app.services.errors import TransportError, WriteFailed
 from app.services.transport import Transport, expand_template, parse_spawn_output, pick_free_port, spawn_args
 from app.services.types import Connection, FileInfo, GpuStats, HostStats, RunResult
+from app.services.waits import within
 from app.services.write_errors import oserror_cause
 
 
@@ -141,7 +142,7 @@ class LocalTransport(Transport):
             # The same answer a shell on a remote machine gives, so callers need one check.
             return RunResult(127, b"", f"{argv[0]}: {e.strerror}\n".encode())
         try:
-            out, err = await asyncio.wait_for(proc.communicate(input), timeout)
+            out, err = await within(proc.communicate(input), timeout)  # a cancel is never lost (waits.py)
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -236,13 +236,17 @@ class RouterClient:
         while True:
             state = "disconnected"
             try:
-                async for ev in self._sse_session(refresh_interval, backoff):
-                    yield ev
+                # Closed here, not by the garbage collector in a task of its own, when our caller stops reading:
+                # its reader task and connection end with it (one was found still reading at quit).
+                async with contextlib.aclosing(self._sse_session(refresh_interval, backoff)) as session:
+                    async for ev in session:
+                        yield ev
                 reason = "event stream closed by the router"
             except _NoSse:
                 try:
-                    async for ev in self._poll_session(poll_interval, backoff):
-                        yield ev
+                    async with contextlib.aclosing(self._poll_session(poll_interval, backoff)) as polls:
+                        async for ev in polls:
+                            yield ev
                     reason = "polling stopped"
                 except RouterNotAnswering as e:
                     state, reason = "not_answering", str(e)
@@ -273,7 +277,7 @@ class RouterClient:
             raise RouterUnreachable(f"GET {self.base_url}/models/sse: {_reason(e)}") from None
         return cm, resp
 
-    async def _sse_session(self, refresh_interval: float, backoff: Backoff) -> AsyncIterator[RouterEvent]:
+    async def _sse_session(self, refresh_interval: float, backoff: Backoff) -> AsyncGenerator[RouterEvent, None]:
         # Bounded: a router flooding events waits for us instead of filling memory.
         queue: asyncio.Queue[str | BaseException | None] = asyncio.Queue(maxsize=256)
         cm, resp = await self._open_stream()
@@ -363,7 +367,7 @@ class RouterClient:
             return False, f"{self.name}: router not answering (/health: {e})"
         return True, ""
 
-    async def _poll_session(self, poll_interval: float, backoff: Backoff) -> AsyncIterator[RouterEvent]:
+    async def _poll_session(self, poll_interval: float, backoff: Backoff) -> AsyncGenerator[RouterEvent, None]:
         models = await self._watched_models()
         backoff.reset()
         yield StreamStateEvent(model="", state="polling", reason="this router has no /models/sse; polling /models")

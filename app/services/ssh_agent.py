@@ -23,6 +23,7 @@ from app.services.errors import TransportError
 from app.services.remote_trace import note
 from app.services.ssh_agent_script import AGENT_SCRIPT, MARK, OUTPUT_LIMIT
 from app.services.types import RunResult
+from app.services.waits import within
 
 MAX_STARTS = 3  # per connection: an agent that keeps dying is given up on until the next connection
 START_TIMEOUT = 15.0  # the user's login shell runs once here (a heavy .bashrc takes seconds on a busy host)
@@ -166,7 +167,7 @@ class RemoteAgent:
                     raise AgentDown(f"{self.name}: {self._down}") from None
                 t0 = time.monotonic()
                 try:
-                    ans = await asyncio.wait_for(asyncio.shield(fut), timeout)
+                    ans = await within(asyncio.shield(fut), timeout)  # a cancel is never lost (waits.py)
                     self._took.append(time.monotonic() - t0)
                 except TimeoutError:
                     self._stop_request(rid)
