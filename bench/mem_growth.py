@@ -18,8 +18,11 @@ import threading
 import time
 import tracemalloc
 from collections import Counter
+from typing import Any
 
 import psutil
+from textual.app import App
+from textual.widget import Widget
 
 from app.config import Config
 from app.services.fleet import Fleet
@@ -32,6 +35,14 @@ def type_counts() -> Counter[str]:
     return Counter(type(o).__qualname__ for o in gc.get_objects())
 
 
+def widget_counts(app: App[Any]) -> tuple[Counter[str], Counter[str]]:
+    """Widgets alive (attached or not), and those in the app's DOM, by type."""
+    gc.collect()
+    alive = Counter(type(o).__qualname__ for o in gc.get_objects() if isinstance(o, Widget))
+    mounted = Counter(type(w).__qualname__ for w in app.screen.walk_children(with_self=True))
+    return alive, mounted
+
+
 async def watch(cfg: Config, minutes: float, warmup: float, driver: asyncio.Task[None] | None) -> None:
     fleet = Fleet(cfg)
     app = make_app(cfg, fleet)
@@ -40,6 +51,7 @@ async def watch(cfg: Config, minutes: float, warmup: float, driver: asyncio.Task
         await pilot.pause(warmup)
         snap1 = tracemalloc.take_snapshot()
         types1 = type_counts()
+        widgets1 = widget_counts(app)
         rss1, t1 = proc.memory_info().rss, time.monotonic()
         traced = tracemalloc.get_traced_memory()[0] / 2**20
         print(f"after {warmup:.0f} s warm-up: RSS {rss1 / 2**20:.1f} MB, traced {traced:.1f} MB")
@@ -50,6 +62,7 @@ async def watch(cfg: Config, minutes: float, warmup: float, driver: asyncio.Task
                   f"traced {tracemalloc.get_traced_memory()[0] / 2**20:.1f} MB", flush=True)  # fmt: skip
         snap2 = tracemalloc.take_snapshot()
         types2 = type_counts()
+        widgets2 = widget_counts(app)
         rss2 = proc.memory_info().rss
         print("snapshots taken; leaving the app", flush=True)
     if driver is not None:
@@ -58,16 +71,35 @@ async def watch(cfg: Config, minutes: float, warmup: float, driver: asyncio.Task
     diff = snap2.filter_traces(keep).compare_to(snap1.filter_traces(keep), "traceback")
     span = (time.monotonic() - t1) / 60
     print(f"\nover {span:.1f} min: RSS {rss1 / 2**20:.1f} -> {rss2 / 2**20:.1f} MB")
-    print("allocation sites that grew most (size diff, count diff, innermost frames):")
-    for st in diff[:15]:
-        if st.size_diff <= 0:
+    print("allocation sites that grew most, grouped by (innermost frame of ours, innermost frame) (size, count):")
+    grouped: Counter[str] = Counter()
+    counts: Counter[str] = Counter()
+    for st in diff:
+        frames = list(st.traceback)  # innermost last
+        ours = next((f for f in reversed(frames) if "/app/" in f.filename or "/bench/" in f.filename), None)
+        inner = frames[-1]
+        key = f"{_short(inner.filename)}:{inner.lineno}"
+        if ours is not None and ours is not inner:
+            key += f" <- {_short(ours.filename)}:{ours.lineno}"
+        grouped[key] += st.size_diff
+        counts[key] += st.count_diff
+    for key, size in grouped.most_common(25):
+        if size <= 0:
             break
-        frames = " <- ".join(f"{f.filename.split('site-packages/')[-1].split('h5-logs/')[-1]}:{f.lineno}"
-                             for f in list(st.traceback)[::-1][:4])  # fmt: skip
-        print(f"  {st.size_diff / 1024:+9.1f} KiB {st.count_diff:+7d}  {frames}")
+        print(f"  {size / 1024:+9.1f} KiB {counts[key]:+7d}  {key}")
     print("object types whose counts grew most:")
     for name, n in (types2 - types1).most_common(12):
         print(f"  {n:+7d} {name}")
+    for label, a, b in (("widgets alive", widgets1[0], widgets2[0]), ("widgets on screen", widgets1[1], widgets2[1])):
+        grew = {k: b[k] - a[k] for k in b if b[k] != a[k]}
+        print(f"{label}: {sum(a.values())} -> {sum(b.values())}; changed: {grew}")
+
+
+def _short(filename: str) -> str:
+    for cut in ("site-packages/", "/app/", "/bench/"):
+        if cut in filename:
+            return (cut.strip("/") + "/" if cut != "site-packages/" else "") + filename.split(cut)[-1]
+    return filename
 
 
 async def plain(minutes: float, warmup: float) -> None:

@@ -31,6 +31,21 @@ LOAD_WAIT = 5.0  # `l` on a model not estimated yet waits this long for it, then
 Key = tuple[str, str, tuple[str, ...], bool]  # machine, model id, its arguments, whether the machine has a GPU
 
 
+def fit_args(args: tuple[str, ...]) -> tuple[str, ...]:
+    """The arguments that decide a fit: without `--port`, which the router renders anew on every load (an
+    unloaded model keeps its last one), so a load/unload cycle is not a new setting to estimate."""
+    out: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == "--port":
+            skip = True
+        elif not a.startswith("--port="):
+            out.append(a)
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Known:
     estimate: FitEstimate | None
@@ -43,7 +58,10 @@ class FitAdvisor:
         self._app = app
         self._on_new = on_new  # told the machine whose estimate arrived (the fleet view repaints)
         self._clock = clock
+        # Bound: one estimate per model of each machine, for its current settings (a newer one replaces it).
         self._known: dict[Key, Known] = {}
+        self._latest: dict[tuple[str, str], Key] = {}
+        self._stored = 0  # estimates stored so far: what the fleet view's cached words are stamped with
         self._queues: dict[str, list[tuple[Key, ModelInfo]]] = {}
         self._busy: set[str] = set()  # machines with a worker draining their queue
         self._arrived = asyncio.Event()
@@ -51,7 +69,15 @@ class FitAdvisor:
 
     def _key(self, machine: str, m: ModelInfo) -> Key:
         stats = self._app().state.get(machine).stats
-        return machine, m.id, m.args, bool(stats and stats.gpus)
+        return machine, m.id, fit_args(m.args), bool(stats and stats.gpus)
+
+    def remember(self, key: Key, known: Known) -> None:
+        old = self._latest.get((key[0], key[1]))
+        if old is not None and old != key:
+            del self._known[old]
+        self._latest[(key[0], key[1])] = key
+        self._known[key] = known
+        self._stored += 1
 
     def known(self, machine: str, m: ModelInfo) -> Known | None:
         return self._known.get(self._key(machine, m))
@@ -104,7 +130,7 @@ class FitAdvisor:
                     known = Known(None, str(e).splitlines()[0] if str(e) else type(e).__name__, self._clock())
                 finally:
                     queue.pop(0)  # an unexpected failure goes to the app's worker handler, not round again
-                self._known[key] = known
+                self.remember(key, known)
                 self._arrived.set()
                 self._arrived = asyncio.Event()
                 self._on_new(machine)
@@ -143,7 +169,7 @@ class FitAdvisor:
         """Per model not running: its verdict in a word ("fits", "tight", "no", "?" when unknown), for the fleet
         view. Remembered until the machine's models, stats or what is known change: the view repaints often."""
         st = self._app().state.get(machine)
-        stamp = (id(st.models), id(st.stats), st.view.models_max, len(self._known), self._app().fleet.has_fit)
+        stamp = (id(st.models), id(st.stats), st.view.models_max, self._stored, self._app().fleet.has_fit)
         hit = self._words.get(machine)
         if hit is not None and hit[0] == stamp:
             return hit[1]
