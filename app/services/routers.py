@@ -354,7 +354,7 @@ class RouterManager:
         """Make the state directories (private); then try to take the lock: whether it was taken."""
         d = await self.state_dir()
         base = await self.transport.state_dir()
-        script = f"{{ {_PRIVATE_DIRS}; }} || exit 1; mkdir -- \"$5\" 2>/dev/null || exit {_LOCK_TAKEN}"
+        script = f'{{ {_PRIVATE_DIRS}; }} || exit 1; mkdir -- "$5" 2>/dev/null || exit {_LOCK_TAKEN}'
         r = await self.transport.run(
             ["sh", "-c", script, "sh", d, base, posixpath.join(base, "routers"), await self.log_path(), lock]
         )

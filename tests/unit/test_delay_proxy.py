@@ -80,9 +80,10 @@ def test_bytes_arrive_whole_and_in_order_and_the_delay_can_change(
 
 def test_a_closed_server_side_closes_the_client_side() -> None:
     srv = socket.create_server(("127.0.0.1", 0))
-    with DelayProxy("127.0.0.1", srv.getsockname()[1], one_way=0.05) as p, socket.create_connection(
-        ("127.0.0.1", p.port)
-    ) as c:
+    with (
+        DelayProxy("127.0.0.1", srv.getsockname()[1], one_way=0.05) as p,
+        socket.create_connection(("127.0.0.1", p.port)) as c,
+    ):
         s, _ = srv.accept()
         s.close()
         c.settimeout(5)
