@@ -45,8 +45,8 @@ async def main(n_loads: int) -> None:
             last_ui: dict[str, str] = {}
             apply_rows = table.apply_rows
 
-            def stamp_changes(desired: Any) -> Any:
-                diff = apply_rows(desired)
+            def stamp_changes(desired: Any, only: Any = None) -> Any:
+                diff = apply_rows(desired, only)
                 for model, row in desired.items():
                     w = word(row[1].text)
                     if w and last_ui.get(model) != w:

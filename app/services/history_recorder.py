@@ -32,6 +32,7 @@ from app.services.types import (
     ModelsChanged,
     ModelsReloadEvent,
     ModelState,
+    ModelsUpdated,
     RouterState,
 )
 
@@ -82,6 +83,8 @@ class HistoryRecorder:
                 await self._machine(ev.view)
             elif isinstance(ev, ModelsChanged):
                 await self._models_changed(ev.machine, ev.models)
+            elif isinstance(ev, ModelsUpdated):
+                await self._models_changed(ev.machine, ev.models, delta=True)
             elif isinstance(ev, ModelEvent) and isinstance(ev.event, ModelsReloadEvent):
                 self._reloaded[ev.machine] = self.clock()
         except (sqlite3.Error, OSError) as e:
@@ -134,12 +137,19 @@ class HistoryRecorder:
 
     # ---- models ----
 
-    async def _models_changed(self, machine: str, models: tuple[ModelInfo, ...]) -> None:
+    async def _models_changed(self, machine: str, models: tuple[ModelInfo, ...], delta: bool = False) -> None:
+        """`delta`: `models` are only those that changed (ModelsUpdated); else the whole list."""
         known = self._models.get(machine)
-        now = {m.id: m.state for m in models}
-        self._models[machine] = now
         if known is None:
+            if not delta:
+                self._models[machine] = {m.id: m.state for m in models}
             return  # the first list is where we start, not a change
+        if delta:
+            # Updated in place (a copy per event was O(models)): the states before are kept for the comparison.
+            known = {m.id: known.get(m.id, ModelState.UNLOADED) for m in models}
+            self._models[machine].update((m.id, m.state) for m in models)
+        else:
+            self._models[machine] = {m.id: m.state for m in models}
         v = self._views.get(machine)
         managed = v is not None and v.managed
         exited = v is not None and v.router_state is RouterState.EXITED

@@ -39,6 +39,7 @@ from app.services.types import (
     ModelsChanged,
     ModelState,
     ModelStatusEvent,
+    ModelsUpdated,
     Problem,
     RouterEvent,
     RouterState,
@@ -307,7 +308,7 @@ class Machine:
         new = fold_status(old, ev)
         if new != old:
             self.models[ev.model] = new
-            self._models_changed()
+            self.emit(ModelsUpdated(self.name, (new,)))  # the list itself is sent on a list read only
 
     async def model_log_tail(self, model: str, n: int = FAILURE_LOG_LINES) -> list[str]:
         """The model's own last log lines (its child's output), read from the log on the serving machine."""

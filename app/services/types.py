@@ -325,7 +325,16 @@ class MachineChanged(FleetEvent):
 
 @dataclass(frozen=True)
 class ModelsChanged(FleetEvent):
-    """The whole model list of one router, every time any of it changes. Consumers diff by model id."""
+    """The whole model list of one router, after a list read (or when its router went). Consumers diff by id:
+    models not in it are gone."""
+
+    models: tuple[ModelInfo, ...]
+
+
+@dataclass(frozen=True)
+class ModelsUpdated(FleetEvent):
+    """Only the models a status event changed, as they are now: a delta on the last ModelsChanged. Sending the
+    whole list for each status event cost O(models) per event all the way to the screen (20,000 models)."""
 
     models: tuple[ModelInfo, ...]
 

@@ -37,7 +37,7 @@ from app.ui.logs import LogPanel
 from app.ui.machines import FirstRunNotice, MachinesPane, first_run_text
 from app.ui.models import KeyedTable, ModelTable
 from app.ui.prompt import Prompt
-from app.ui.reason_cells import reason_notes
+from app.ui.reason_cells import reason_note, reason_notes
 from app.ui.state import Changes
 from app.ui.unreachable import UnreachableNotices, unreachable_sentence
 from app.ui.watchers import prune_closed_watchers
@@ -147,10 +147,12 @@ class DashboardScreen(DashboardActions, Screen[None]):
             if self.selected_machine in changes.cards:
                 self.logs.set_note(self._log_note(self.selected_machine))
             stale = is_down(state.get(self.selected_machine).view)
-            if self.selected_machine in changes.models or stale != self.model_table.has_class("-stale"):
+            if stale != self.model_table.has_class("-stale"):
                 self._show_models()
+            elif self.selected_machine in changes.models:
+                self._show_models(changes.rows_of(self.selected_machine))
             if changes.models and self.fleet_view:
-                self._show_fleet()
+                self._show_fleet(changes)
             lines = [ln for m, chunk in changes.logs if m == self.selected_machine for ln in chunk]
             if lines:
                 self.logs.append(lines)
@@ -173,19 +175,34 @@ class DashboardScreen(DashboardActions, Screen[None]):
         if self.selected_machine in machines:
             self._show_models()
 
-    def _show_models(self) -> None:
+    def _show_models(self, only: frozenset[str] | None = None) -> None:
+        """`only`: the ids a delta changed (None: reconcile every row)."""
         st = self.herd.state.get(self.selected_machine)
         last = self.herd.last_changes.of(self.selected_machine)
-        self.model_table.notes = reason_notes(st.models, last, self.herd.now())
-        self.model_table.show(self.selected_machine, st.models, stale=is_down(st.view), activity=st.activity)
+        if only is None:
+            self.model_table.notes = reason_notes(st.models, last, self.herd.now())
+        else:  # a delta: only its models' notes can have changed
+            notes = dict(self.model_table.notes)
+            for k in only:
+                m = st.by_id.get(k)
+                note = reason_note(m, last.get(k), self.herd.now()) if m is not None else ""
+                if note:
+                    notes[k] = note
+                else:
+                    notes.pop(k, None)
+            self.model_table.notes = notes
+        stale = is_down(st.view)
+        self.model_table.show(self.selected_machine, st.models, stale, st.activity, only, st.by_id)
 
-    def _show_fleet(self) -> None:
+    def _show_fleet(self, changes: Changes | None = None) -> None:
         machines = self.herd.state.machines
         down = frozenset(n for n, st in machines.items() if is_down(st.view))
         self.fit.request_all()  # the fit column: estimates made in workers, shown as they come (_fit_arrived)
         fits = {n: self.fit.fit_words(n) for n in machines}
         activity = {n: st.activity for n, st in machines.items()}
-        self.fleet_table.show({n: st.models for n, st in machines.items()}, down, fits, activity)
+        rows = None if changes is None or changes.whole else changes.rows
+        by_id = {n: st.by_id for n, st in machines.items()}
+        self.fleet_table.show({n: st.models for n, st in machines.items()}, down, fits, activity, rows, by_id)
 
     def _paint_title(self) -> None:
         sts = list(self.herd.state.machines.values())

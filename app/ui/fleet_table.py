@@ -3,7 +3,7 @@ fit verdict of each model not running on its machine ("fits on": read down the c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from app.services.activity import ModelActivity
@@ -37,31 +37,53 @@ class FleetTable(KeyedTable):
         down: frozenset[str] = frozenset(),
         fits: Mapping[str, Mapping[str, str]] | None = None,
         activity: Mapping[str, Mapping[str, ModelActivity]] | None = None,
+        only: Collection[tuple[str, str]] | None = None,
+        by_id: Mapping[str, Mapping[str, ModelInfo]] | None = None,
     ) -> None:
         """`fits`: per machine, per model not running, its verdict word (fits, tight, no, ?). `activity`: per
-        machine, per loaded model, its last polled figures."""
+        machine, per loaded model, its last polled figures. `only` (with `by_id`, per machine its models by id):
+        just these (machine, model) changed; honoured while which machines are down and the fit words are as
+        before (a load changes the fit of every model of its machine)."""
+        fits = dict(fits or {})
+        partial = only is not None and by_id is not None and down == self.down and fits == self.fits
         self.sources = dict(sources)
         self.down = down
-        self.fits = dict(fits or {})
+        self.fits = fits
         self.activity = activity or {}
+        if partial and only is not None and by_id is not None:
+            keys = [fleet_key(machine, model) for machine, model in only]
+            rows = {}
+            for machine, model in only:
+                m = by_id.get(machine, {}).get(model)
+                row = self._row(machine, m) if m is not None else None
+                if row is not None:
+                    rows[fleet_key(machine, model)] = row
+            self.apply_rows(rows, keys)
+            return
         self.refresh_rows()
 
-    def desired_rows(self) -> dict[str, Row]:
+    def _row(self, machine: str, m: ModelInfo) -> Row | None:
+        if not (matches(m, self.filter_text) or self.filter_text.lower() in machine.lower()):
+            return None
         w, narrow, g = max(8, self.id_width - 10), self.narrow, self.glyphs
+        shown = g.clip(visible(machine), 14)
+        style = DIM if machine in self.down else ""
+        acts = {} if machine in self.down else self.activity.get(machine, {})
+        # Sorted by machine, a machine's models keep the order of their ids.
+        mcell = CellSpec(shown, style, (machine.lower(), m.id.lower()))
+        key = fleet_key(machine, m.id)
+        model, status, *rest = self.cells(m, g, w, narrow, key, acts.get(m.id))
+        word = self.fits.get(machine, {}).get(m.id, "")
+        fit_style, rank = FIT_STYLE.get(word, ("", 4))
+        return (mcell, model, status, CellSpec(word, fit_style, (rank, m.id.lower())), *rest)
+
+    def desired_rows(self) -> dict[str, Row]:
         out: dict[str, Row] = {}
         for machine, models in self.sources.items():
-            shown = g.clip(visible(machine), 14)
-            style = DIM if machine in self.down else ""
-            acts = {} if machine in self.down else self.activity.get(machine, {})
             for m in models:
-                if matches(m, self.filter_text) or self.filter_text.lower() in machine.lower():
-                    # Sorted by machine, a machine's models keep the order of their ids.
-                    mcell = CellSpec(shown, style, (machine.lower(), m.id.lower()))
-                    key = fleet_key(machine, m.id)
-                    model, status, *rest = self.cells(m, g, w, narrow, key, acts.get(m.id))
-                    word = self.fits.get(machine, {}).get(m.id, "")
-                    fit_style, rank = FIT_STYLE.get(word, ("", 4))
-                    out[key] = (mcell, model, status, CellSpec(word, fit_style, (rank, m.id.lower())), *rest)
+                row = self._row(machine, m)
+                if row is not None:
+                    out[fleet_key(machine, m.id)] = row
         return out
 
     def selected(self) -> tuple[str, str] | None:

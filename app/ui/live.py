@@ -12,7 +12,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
-from app.services.types import FleetEvent, ModelsChanged
+from app.services.types import FleetEvent, ModelsChanged, ModelsUpdated
 from app.ui.state import Changes, HerdState
 
 FLUSH_INTERVAL = 0.05  # at most 20 paints a second from fleet events, however fast they come
@@ -81,13 +81,13 @@ class LiveFeed:
         now = self.clock()
         while self._backlog:
             ev = self._backlog[0]
-            if isinstance(ev, ModelsChanged) and self._hides_a_state(ev):
+            if isinstance(ev, ModelsChanged | ModelsUpdated) and self._hides_a_state(ev):
                 self.flush()
                 self._awaiting_paint = True
                 self.after_paint(self._drain)
                 return
             self._backlog.popleft()
-            if isinstance(ev, ModelsChanged):
+            if isinstance(ev, ModelsChanged | ModelsUpdated):
                 self._note_transitions(ev)
             self._pending = self._pending.merge(self.state.apply([ev], now))
         self._schedule_flush()
@@ -108,7 +108,14 @@ class LiveFeed:
         if self._flush_due:
             self.flush()
 
-    def _changed_states(self, ev: ModelsChanged) -> Iterator[str]:
+    def _changed_states(self, ev: ModelsChanged | ModelsUpdated) -> Iterator[str]:
+        if isinstance(ev, ModelsUpdated):
+            known = self.state.get(ev.machine).by_id
+            for n in ev.models:
+                o = known.get(n.id)
+                if o is None or o.state is not n.state or o.failed != n.failed:
+                    yield n.id
+            return
         before = self.state.get(ev.machine).models
         if len(before) == len(ev.models):
             # The fleet hands back the same objects for models that did not change: identity first, cheaply.
@@ -119,13 +126,13 @@ class LiveFeed:
         old = {m.id: (m.state, m.failed) for m in before}
         yield from (m.id for m in ev.models if old.get(m.id) != (m.state, m.failed))
 
-    def _hides_a_state(self, ev: ModelsChanged) -> bool:
+    def _hides_a_state(self, ev: ModelsChanged | ModelsUpdated) -> bool:
         unpainted = self._unpainted.get(ev.machine)
         if not unpainted:
             return False
         return any(mid in unpainted for mid in self._changed_states(ev))
 
-    def _note_transitions(self, ev: ModelsChanged) -> None:
+    def _note_transitions(self, ev: ModelsChanged | ModelsUpdated) -> None:
         changed = set(self._changed_states(ev))
         if changed:
             self._unpainted.setdefault(ev.machine, set()).update(changed)

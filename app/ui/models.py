@@ -7,7 +7,7 @@ to the top and the table flicker on every status change.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -30,6 +30,7 @@ from app.ui.activity_cells import activity_cell, machine_total
 from app.ui.format import DIM, badge, human_bytes, human_count, human_ctx, state_rank, vision
 from app.ui.glyphs import Glyphs
 from app.ui.plain import plain
+from app.ui.table_quiet import add_rows, remove_rows, set_cells
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,12 @@ def diff_rows(old: Mapping[str, Row], new: Mapping[str, Row]) -> RowDiff:
             continue
         update += [(k, i, c) for i, (b, c) in enumerate(zip(before, r, strict=True)) if b != c]
     return RowDiff(add, remove, tuple(update))
+
+
+def width_of(text: str) -> int:
+    """Cells `text` takes: its length when printable ASCII (rich's cell_len walks every character: most of a first
+    paint of thousands of rows with long source paths)."""
+    return len(text) if text.isascii() and text.isprintable() else cell_len(text)
 
 
 class SortCell(Text):
@@ -190,63 +197,83 @@ class KeyedTable(DataTable[Text]):
     def refresh_rows(self) -> RowDiff:
         return self.apply_rows(self.desired_rows())
 
-    def apply_rows(self, desired: dict[str, Row]) -> RowDiff:
-        diff = diff_rows(self.rows_now, desired)
+    def apply_rows(self, desired: Mapping[str, Row], only: Collection[str] | None = None) -> RowDiff:
+        """Make the table show `desired`. With `only` (a delta), `desired` holds just those keys' rows and a key of
+        `only` missing from it is a row to remove; every other row is left as it is."""
+        if only is None:
+            diff = diff_rows(self.rows_now, desired)
+        else:
+            diff = diff_rows({k: r for k in only if (r := self.rows_now.get(k)) is not None}, desired)
         if not diff:
             return diff
         cursor_key = self.cursor_key()
         shrunk: set[int] = set()  # columns whose widest cell may have narrowed or gone
+        relayout = False
         with self.app.batch_update():
-            for key in diff.remove:
-                self.remove_row(key)
-                for i, widths in enumerate(self._widths):
-                    if widths.pop(key, 0) >= self.columns[ColumnKey(self.cols[i].key)].content_width:
-                        shrunk.add(i)
+            if diff.remove:
+                for key in diff.remove:
+                    for i, widths in enumerate(self._widths):
+                        if widths.pop(key, 0) >= self.columns[ColumnKey(self.cols[i].key)].content_width:
+                            shrunk.add(i)
+                remove_rows(self, diff.remove)
             # Column widths are set here, at once, rather than left to DataTable's next idle: a paint before that
             # idle drew new rows at the old widths ("chat…" under a header cut to "model"), and as DataTable caches
             # rendered lines by its update count rather than by width, that paint could stay until a later update.
+            quiet: list[tuple[str, ColumnKey, Text]] = []
             for key, i, cell in diff.update:
-                # Only a wider cell widens its column. DataTable answers a narrower one by measuring every cell
-                # of the column again, which made a burst on 500 rows quadratic.
+                # Only a wider cell widens its column; a narrower one that was the widest is fitted below.
                 col = self.columns[ColumnKey(self.cols[i].key)]
-                width = cell_len(cell.text)
+                width = width_of(cell.text)
                 before = self._widths[i].get(key, 0)
                 self._widths[i][key] = width
-                wider = width > col.content_width
-                if wider:
+                if width > col.content_width:
                     col.content_width = width
+                    relayout = True
                 elif width < before and before >= col.content_width:
                     shrunk.add(i)
-                self.update_cell(key, col.key, SortCell(cell), update_width=wider)
-            for key, row in diff.add:
-                for i, (c, cell) in enumerate(zip(self.cols, row, strict=True)):
-                    col = self.columns[ColumnKey(c.key)]
-                    width = self._widths[i][key] = cell_len(cell.text)
-                    col.content_width = max(col.content_width, width)
-                self.add_row(*(SortCell(c) for c in row), key=key)
+                quiet.append((key, col.key, SortCell(cell)))
+            # Only the changed rows are repainted (DataTable.update_cell repainted every visible cell).
+            set_cells(self, quiet)
+            if diff.add:
+                for key, row in diff.add:
+                    for i, (c, cell) in enumerate(zip(self.cols, row, strict=True)):
+                        col = self.columns[ColumnKey(c.key)]
+                        width = self._widths[i][key] = width_of(cell.text)
+                        col.content_width = max(col.content_width, width)
+                add_rows(self, [(key, [SortCell(c) for c in row]) for key, row in diff.add])
             for i in shrunk:
-                self._fit_column(i)
-            self.rows_now = dict(desired)
+                relayout = self._fit_column(i) or relayout
+            if relayout:
+                self._relayout()
+            if only is None:
+                self.rows_now = dict(desired)
+            else:
+                for key in diff.remove:
+                    self.rows_now.pop(key, None)
+                self.rows_now.update(desired)
             touched_sort = any(i == self.sort_index for _, i, _ in diff.update)
             if diff.add or touched_sort:
                 self._sort()
             self._restore_cursor(cursor_key)
         return diff
 
-    def _fit_column(self, i: int) -> None:
+    def _relayout(self) -> None:
+        """A column's width changed: every line is drawn again, at the new widths."""
+        self._require_update_dimensions = True
+        self._update_count += 1
+        self.refresh(layout=True)
+        self.check_idle()
+
+    def _fit_column(self, i: int) -> bool:
         """Narrow a column to its widest cell now (a "loading  42% ██▌··" badge widened status for good, pushing
-        source off an 80-column screen). The width is set at once, like a widening; DataTable re-lays out when told
-        a cell's width changed, so it is told of the widest one: a single measure, where telling it of the narrowed
-        cell would measure every cell of the column again."""
+        source off an 80-column screen); True when it narrowed. The width is set at once, like a widening."""
         col = self.columns[ColumnKey(self.cols[i].key)]
         widths = self._widths[i]
         fit = max(col.label.cell_len, *widths.values()) if widths else col.label.cell_len
         if fit >= col.content_width:
-            return
+            return False
         col.content_width = fit
-        widest = next((k for k, w in widths.items() if w == fit), None) or next(iter(widths), None)
-        if widest is not None:  # with no rows left, remove_row has already asked for a new layout
-            self.update_cell(widest, col.key, self.get_cell(widest, col.key), update_width=True)
+        return True
 
     def reset_rows(self) -> None:
         """Empty the table, columns back to their headers' width: another machine's list is another table."""
@@ -391,10 +418,14 @@ class ModelTable(KeyedTable):
         models: Iterable[ModelInfo],
         stale: bool = False,
         activity: Mapping[str, ModelActivity] | None = None,
+        only: Collection[str] | None = None,
+        by_id: Mapping[str, ModelInfo] | None = None,
     ) -> RowDiff:
+        """`only` (with `by_id`, the models by id): just these models changed, the other rows stay as they are."""
         if machine != self.machine:
             self.reset_rows()  # another machine's list is another table, not an update of this one
             self.machine = machine
+            only = None
         self.models = tuple(models)
         self.activity = {} if stale else (activity or {})
         # A machine that is down keeps its last known list, dimmed, rather than an empty table.
@@ -402,7 +433,18 @@ class ModelTable(KeyedTable):
         total = machine_total(self.activity.values())  # in the title: a line more on the card moved the panes
         self.border_title = plain(f"models: {machine}{note}" + (f" · {total}" if total else ""))
         self.set_class(stale, "-stale")
+        if only is not None and by_id is not None:
+            return self.apply_rows(self.rows_for(only, by_id), only)
         return self.refresh_rows()
+
+    def rows_for(self, keys: Collection[str], by_id: Mapping[str, ModelInfo]) -> dict[str, Row]:
+        """desired_rows, for these models only (one missing or filtered out has no row)."""
+        w, narrow, g, act = self.id_width, self.narrow, self.glyphs, self.activity
+        return {
+            k: self.cells(m, g, w, narrow, act=act.get(k), why=self.notes.get(k, ""))
+            for k in keys
+            if (m := by_id.get(k)) is not None and matches(m, self.filter_text)
+        }
 
     def desired_rows(self) -> dict[str, Row]:
         w, narrow, g = self.id_width, self.narrow, self.glyphs

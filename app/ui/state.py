@@ -23,6 +23,7 @@ from app.services.types import (
     ModelInfo,
     ModelsChanged,
     ModelState,
+    ModelsUpdated,
     Problem,
     RouterState,
 )
@@ -37,7 +38,9 @@ STATS_STALE_AFTER = 5.0
 @dataclass
 class MachineState:
     view: MachineView
-    models: tuple[ModelInfo, ...] = ()
+    by_id: dict[str, ModelInfo] = field(default_factory=dict)
+    """The router's models by id, in its list's order: a delta replaces one entry (see ModelsUpdated)."""
+    _models: tuple[ModelInfo, ...] | None = None
     stats: HostStats | None = None
     router_rss: int | None = None
     stats_at: float | None = None
@@ -53,6 +56,23 @@ class MachineState:
     activity_hint: str | None = None
     """How to get figures from a router without --metrics; told once (see take_hints)."""
     hint_told: bool = False
+
+    @property
+    def models(self) -> tuple[ModelInfo, ...]:
+        """The models as a tuple, made again only after a change (read by every paint)."""
+        if self._models is None:
+            self._models = tuple(self.by_id.values())
+        return self._models
+
+    @models.setter
+    def models(self, models: tuple[ModelInfo, ...]) -> None:
+        self.by_id = {m.id: m for m in models}
+        self._models = None
+
+    def update_models(self, models: tuple[ModelInfo, ...]) -> None:
+        """A delta: these models as they are now; the others unchanged (a model not seen yet is added)."""
+        self.by_id.update((m.id, m) for m in models)
+        self._models = None
 
     def cpu_history(self, now: float) -> list[float]:
         return [pct for t, pct in self.cpu if now - t <= CPU_WINDOW]
@@ -74,8 +94,13 @@ class Changes:
 
     cards: frozenset[str] = frozenset()
     models: frozenset[str] = frozenset()
+    """Machines some of whose models (or their activity) changed."""
     logs: tuple[tuple[str, tuple[LogLine, ...]], ...] = ()
     problems: tuple[Problem, ...] = ()
+    rows: frozenset[tuple[str, str]] = frozenset()
+    """(machine, model) of the rows a delta changed; a machine in `models` but not in `whole` needs just these."""
+    whole: frozenset[str] = frozenset()
+    """Machines whose whole list arrived (a list read): their tables are reconciled row by row."""
 
     def __bool__(self) -> bool:
         return bool(self.cards or self.models or self.logs or self.problems)
@@ -86,7 +111,15 @@ class Changes:
             models=self.models | other.models,
             logs=self.logs + other.logs,
             problems=self.problems + other.problems,
+            rows=self.rows | other.rows,
+            whole=self.whole | other.whole,
         )
+
+    def rows_of(self, machine: str) -> frozenset[str] | None:
+        """The model ids to repaint on `machine`; None: all of them."""
+        if machine in self.whole:
+            return None
+        return frozenset(model for m, model in self.rows if m == machine)
 
 
 def _placeholder(name: str) -> MachineView:
@@ -110,6 +143,8 @@ class HerdState:
     def apply(self, events: list[FleetEvent], now: float) -> Changes:
         cards: set[str] = set()
         models: set[str] = set()
+        rows: set[tuple[str, str]] = set()
+        whole: set[str] = set()
         logs: list[tuple[str, tuple[LogLine, ...]]] = []
         problems: list[Problem] = []
         for ev in events:
@@ -121,10 +156,15 @@ class HerdState:
                 if _healthy(ev.view):
                     st.missing_program = False
                 cards.add(ev.machine)
-            elif isinstance(ev, ModelsChanged):
-                st.models = ev.models
+            elif isinstance(ev, ModelsChanged | ModelsUpdated):
+                if isinstance(ev, ModelsChanged):
+                    st.models = ev.models
+                    whole.add(ev.machine)
+                else:
+                    st.update_models(ev.models)
+                    rows.update((ev.machine, m.id) for m in ev.models)
                 if st.problem_model is not None:
-                    m = next((m for m in ev.models if m.id == st.problem_model), None)
+                    m = st.by_id.get(st.problem_model)
                     if m is None or m.state in (ModelState.LOADED, ModelState.LOADING):
                         st.problem, st.problem_model = "", None
                 models.add(ev.machine)
@@ -138,7 +178,10 @@ class HerdState:
             elif isinstance(ev, LogLines):
                 logs.append((ev.machine, ev.lines))
             elif isinstance(ev, ActivityChanged):
-                st.activity = {a.model: a for a in ev.models}
+                before, st.activity = st.activity, {a.model: a for a in ev.models}
+                # Only the rows whose figures changed (loaded models; a model that stopped loses its figures).
+                rows.update((ev.machine, k) for k in before.keys() | st.activity.keys()
+                            if before.get(k) != st.activity.get(k))  # fmt: skip
                 st.activity_hint = ev.hint
                 models.add(ev.machine)
                 cards.add(ev.machine)
@@ -146,7 +189,9 @@ class HerdState:
                 self.note_problem(ev.machine, ev.message, ev.model, action=ev.action, error=ev.error)
                 problems.append(ev)
                 cards.add(ev.machine)
-        return Changes(frozenset(cards), frozenset(models), tuple(logs), tuple(problems))
+        return Changes(
+            frozenset(cards), frozenset(models), tuple(logs), tuple(problems), frozenset(rows), frozenset(whole)
+        )
 
     def take_hints(self) -> list[tuple[str, str]]:
         """(machine, hint) for each machine whose router has no metrics and has not been told so yet."""

@@ -32,6 +32,7 @@ from app.services.types import (
     ModelInfo,
     ModelsChanged,
     ModelState,
+    ModelsUpdated,
     RouterState,
 )
 from app.ui.fleet_api import NotOffered
@@ -95,6 +96,12 @@ class StandInFleet:
                 self.views[ev.machine] = ev.view
             elif isinstance(ev, ModelsChanged):
                 self.model_lists[ev.machine] = ev.models
+            elif isinstance(ev, ModelsUpdated):  # a delta, as the real fleet sends for a status event
+                now = {m.id: m for m in ev.models}
+                known = self.model_lists.get(ev.machine, ())
+                seen = {m.id for m in known}
+                merged = tuple(now.get(m.id, m) for m in known) + tuple(m for m in ev.models if m.id not in seen)
+                self.model_lists[ev.machine] = merged
             elif isinstance(ev, LogLines):
                 self.logs[ev.machine] = self.logs.get(ev.machine, ()) + ev.lines
             for q in self.queues:

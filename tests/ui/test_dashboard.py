@@ -53,14 +53,7 @@ async def test_status_change_is_a_keyed_update_and_the_cursor_stays() -> None:
         table.move_cursor(row=table.get_row_index("llama-3.2-3b"))
         clears: list[object] = []
         table.clear = lambda *a, **k: clears.append(a)  # type: ignore[method-assign,assignment]
-        removed: list[str] = []
-        remove_row = table.remove_row
-
-        def recording_remove(key: Any) -> None:
-            removed.append(str(getattr(key, "value", key)))
-            remove_row(key)
-
-        table.remove_row = recording_remove  # type: ignore[method-assign,assignment]
+        untouched = {c.key.value: table.get_cell("llama-3.2-3b", c.key) for c in table.ordered_columns}
         models = replace_model(workstation_models(), "mistral-7b", state=ModelState.LOADING)
         # "alpha-new" sorts before the cursor row and "broken" (above it) goes away: the cursor must follow its row.
         models = (*tuple(m for m in models if m.id != "broken"), ModelInfo("alpha-new", ModelState.UNLOADED))
@@ -68,7 +61,8 @@ async def test_status_change_is_a_keyed_update_and_the_cursor_stays() -> None:
         await wait_for(pilot, lambda: "loading" in statuses(app).get("mistral-7b", ""))
         assert table.cursor_key() == "llama-3.2-3b"
         assert clears == []
-        assert removed == ["broken"]
+        assert "broken" not in {r.key.value for r in table.ordered_rows}
+        assert all(table.get_cell("llama-3.2-3b", k) is v for k, v in untouched.items())  # its cells not re-made
         assert next(r.key.value for r in table.ordered_rows) == "alpha-new"  # added rows take their sorted place
         assert "broken" not in statuses(app)
 
@@ -361,9 +355,9 @@ async def test_coalescing_never_skips_a_models_state() -> None:
         seen: list[str] = []
         apply_rows = app.dashboard.model_table.apply_rows
 
-        def recording(desired: Any) -> Any:
+        def recording(desired: Any, only: Any = None) -> Any:
             seen.append(desired["mistral-7b"][1].text)
-            return apply_rows(desired)
+            return apply_rows(desired, only)
 
         app.dashboard.model_table.apply_rows = recording  # type: ignore[method-assign]
         base = workstation_models()

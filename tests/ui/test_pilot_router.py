@@ -39,11 +39,11 @@ def record_statuses(app: HerdApp, model: str) -> list[str]:
     table = app.dashboard.model_table
     apply_rows = table.apply_rows
 
-    def recording(desired: Any) -> Any:
+    def recording(desired: Any, only: Any = None) -> Any:
         row = desired.get(model)
         if row is not None and (not seen or seen[-1] != row[1].text):
             seen.append(row[1].text)
-        return apply_rows(desired)
+        return apply_rows(desired, only)
 
     table.apply_rows = recording  # type: ignore[method-assign]
     return seen
