@@ -53,7 +53,7 @@ async def test_status_change_is_a_keyed_update_and_the_cursor_stays() -> None:
         table.move_cursor(row=table.get_row_index("llama-3.2-3b"))
         clears: list[object] = []
         table.clear = lambda *a, **k: clears.append(a)  # type: ignore[method-assign,assignment]
-        untouched = {c.key.value: table.get_cell("llama-3.2-3b", c.key) for c in table.ordered_columns}
+        untouched = {c.key: table.get_cell("llama-3.2-3b", c.key) for c in table.ordered_columns}
         models = replace_model(workstation_models(), "mistral-7b", state=ModelState.LOADING)
         # "alpha-new" sorts before the cursor row and "broken" (above it) goes away: the cursor must follow its row.
         models = (*tuple(m for m in models if m.id != "broken"), ModelInfo("alpha-new", ModelState.UNLOADED))

@@ -57,7 +57,7 @@ async def test_table_render_caches_stay_within_their_bounds() -> None:
         base = workstation_models()
         extra = dataclasses.replace(base[0], id="zz-extra")
         for i in range(120):  # a row that comes and goes re-renders every visible row: 120 x 5 rows > LINE_RENDERS
-            fleet.emit(ModelsChanged("workstation", base + (extra,) if i % 2 else base))
+            fleet.emit(ModelsChanged("workstation", (*base, extra) if i % 2 else base))
             await pilot.pause(0.06)
         assert len(table._line_cache) == LINE_RENDERS, "not driven past the bound"
         assert len(table._row_render_cache) <= LINE_RENDERS
