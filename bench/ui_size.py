@@ -1,13 +1,16 @@
-"""A big router in the dashboard: first full paint with 500 models, and key latency during 1,000 status events.
+"""A big router in the dashboard: first full paint, key latency during 1,000 status events, the fleet view and RSS.
 
-One real router whose preset has 500 sections (all pointing at the same tiny model file), followed by the real
-Fleet in the real app (App.run_test, headless). Targets: first paint <= 1 s, key-press latency <= 100 ms.
+One real router whose preset has N sections (all pointing at the same tiny model file), followed by the real Fleet
+in the real app (App.run_test, headless). Targets (issue 11.5, 2 cores): 2,000 models first paint <= 500 ms and key
+press p95 <= 50 ms during a 1,000-event burst; 20,000 models first paint <= 2 s, fleet view <= 2 s, RSS <= 150 MB.
 
-The burst is fed through the Fleet's own event path (what its followers do when a router is busy): 1,000
-ModelsChanged events, each the whole 500-model list with one model changed, over about a second, while the
-cursor keys are pressed every 25 ms. A key's latency runs from the key event to the refresh that paints it.
+The burst is fed through the Fleet's own event path as its followers send a status event: 1,000 ModelsUpdated
+deltas (one model each), over about a second, while the cursor keys are pressed every 25 ms. A key's latency runs
+from the key event to the refresh that paints it. The fleet view is timed from the `f` key to the paint after its
+last row is in. RSS is this process's (the app and the bench), after all of it.
 
-Run: python -m bench.ui_size [N_MODELS] [N_EVENTS]
+Run: python -m bench.ui_size            (both sizes, each in its own process)
+     python -m bench.ui_size N_MODELS [N_EVENTS]
 """
 
 from __future__ import annotations
@@ -15,15 +18,17 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import statistics
+import subprocess
 import sys
 import time
 from typing import Any
 
+import psutil
 from textual import events
 
 from app.config import Config, MachineConfig
 from app.services.fleet import Fleet
-from app.services.types import ModelsChanged, ModelState
+from app.services.types import ModelState, ModelsUpdated
 from app.ui.app import make_app
 from bench.common import figures, start_router, tiny_models, workdir
 
@@ -76,7 +81,7 @@ async def main(n_models: int, n_events: int) -> None:
                 setattr(table, name, wrapped)
 
             async def burst() -> None:
-                # As the fleet does: each event is the previous list with one model changed, the rest the same objects.
+                # As the fleet does for a status event: the one model it changed.
                 current = list(base)
                 per_tick = max(1, n_events // 100)
                 for i in range(0, n_events, per_tick):
@@ -84,7 +89,7 @@ async def main(n_models: int, n_events: int) -> None:
                         k = j % len(base)
                         state = ModelState.LOADING if (j // len(base)) % 2 == 0 else ModelState.UNLOADED
                         current[k] = dataclasses.replace(current[k], state=state)
-                        fleet._emit(ModelsChanged("big", tuple(current)))  # the followers' path to every subscriber
+                        fleet._emit(ModelsUpdated("big", (current[k],)))  # the followers' path to every subscriber
                     await asyncio.sleep(0.01)
 
             sent: list[float] = []
@@ -104,6 +109,22 @@ async def main(n_models: int, n_events: int) -> None:
             while len(stamps) < len(sent) and time.perf_counter() < deadline:
                 await pilot.pause(0.05)
             flushes = app.flushes
+
+            # ---- the fleet view ----
+            fleet_table = app.dashboard.fleet_table
+            shown = asyncio.Event()
+            await pilot.pause(0.5)  # what the burst left to paint is painted
+            ev = events.Key("f", "f")
+            ev.set_sender(app)
+            t_f = time.perf_counter()
+            app._driver.send_message(ev)  # type: ignore[union-attr]  # as a terminal would deliver it
+            while len(fleet_table.rows_now) < n_models:
+                await asyncio.sleep(0.001)
+            fleet_rows = time.perf_counter() - t_f
+            fleet_table.call_after_refresh(shown.set)
+            await shown.wait()
+            fleet_took = time.perf_counter() - t_f
+            rss = psutil.Process().memory_info().rss
     finally:
         router.stop()
     n = min(len(sent), len(stamps))
@@ -113,8 +134,14 @@ async def main(n_models: int, n_events: int) -> None:
     if lat:
         print(figures("key press -> cursor move painted, during the burst", lat))
         print(f"  mean {statistics.mean(lat):.1f} ms")
+    print(f"fleet view of {n_models} rows: {fleet_took * 1000:.0f} ms from the key to its paint (rows in {fleet_rows * 1000:.0f} ms)")
+    print(f"RSS of the dashboard process (app + bench) with {n_models} models: {rss / 2**20:.0f} MB")
 
 
 if __name__ == "__main__":
     args = [int(a) for a in sys.argv[1:]]
-    asyncio.run(main(args[0] if args else 500, args[1] if len(args) > 1 else 1000))
+    if args:
+        asyncio.run(main(args[0], args[1] if len(args) > 1 else 1000))
+    else:
+        for n in (2000, 20000):  # each in a process of its own: one's memory is not the other's
+            subprocess.run([sys.executable, "-m", "bench.ui_size", str(n)], check=True)

@@ -7,12 +7,12 @@ the load then goes ahead without asking, since a guess is no ground to stop an o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.services.fit_capacity import capacity, eviction, verdict
 from app.services.fit_estimate import FitEstimate
-from app.services.types import HostStats, ModelInfo
+from app.services.types import HostStats, ModelInfo, ModelState
 
 GIB = float(1 << 30)
 
@@ -116,3 +116,29 @@ def file_line(machine: str, est: FitEstimate, stats: HostStats | None) -> str:
         return line + f" · free memory on {machine} not known yet"
     v = verdict(est, capacity(stats))
     return line + f" · {v.verdict} on {machine}: needs {gib(v.need)} of {gib(v.free)} free {v.where}"
+
+
+def verdict_words(
+    models: Sequence[ModelInfo],
+    models_max: int | None,
+    stats: HostStats | None,
+    estimate_of: Callable[[ModelInfo], FitEstimate | None],
+) -> dict[str, str]:
+    """Per model not running, the verdict `preview` would give ("fits", "tight", "no"; "unknown" without an
+    estimate or host stats), worked out once for what runs: which model a load evicts does not depend on which
+    model is loaded, so a fleet view of 20,000 models is not 20,000 previews among 20,000 models."""
+    idle = [m for m in models if not m.state.running]
+    if stats is None:
+        return {m.id: "unknown" for m in idle}
+    running = [m for m in models if m.state.running]
+    probe = ModelInfo(id="\x00", state=ModelState.UNLOADED)  # any model not running: the eviction is the same
+    ev = eviction(probe.id, [*running, probe], models_max)
+    victim = next((m for m in running if ev.evicts and m.id == ev.evicts[0]), None)
+    victim_est = estimate_of(victim) if victim is not None else None
+    freed = victim_est.total if (ev.evicts and victim_est is not None) else 0
+    cap = capacity(stats)
+    words: dict[str, str] = {}
+    for m in idle:
+        est = estimate_of(m)
+        words[m.id] = "unknown" if est is None else verdict(est, cap, freed).verdict
+    return words

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from app.ui.app import HerdApp
 
 ERROR_DEDUP_SECONDS = 5.0
+FIT_REPAINT_EVERY = 0.25  # the fleet view's fit column, at most this often while estimates arrive
 
 
 class DashboardScreen(DashboardActions, Screen[None]):
@@ -60,6 +61,7 @@ class DashboardScreen(DashboardActions, Screen[None]):
         self._title_shown = Text()
         self._notice_shown = Text()
         self.fit = FitAdvisor(lambda: self.herd, self._fit_arrived, time.monotonic)
+        self._fit_due = False
         self.notices = ActionNotices()
         self._unreachable = UnreachableNotices()
 
@@ -346,8 +348,15 @@ class DashboardScreen(DashboardActions, Screen[None]):
     # ---- actions (the rest are in DashboardActions) ----
 
     def _fit_arrived(self, machine: str) -> None:
+        # Estimates arrive one by one (thousands for a big preset): the fit column is repainted once per interval.
+        if self.fleet_view and not self._fit_due:
+            self._fit_due = True
+            self.set_timer(FIT_REPAINT_EVERY, self._fit_repaint)
+
+    def _fit_repaint(self) -> None:
+        self._fit_due = False
         if self.fleet_view:
-            self._show_fleet()
+            self._show_fleet(Changes())  # only the rows whose fit word changed
 
     def action_toggle_fleet(self) -> None:
         """Switch tables, the cursor staying on the same model of the same machine (the selected one follows the

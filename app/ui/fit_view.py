@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from app.services.errors import HerdError
 from app.services.fit_estimate import FitEstimate
-from app.services.fit_preview import FitPreview, preview
+from app.services.fit_preview import FitPreview, preview, verdict_words
 from app.services.textsafe import visible
 from app.services.types import ModelInfo
 from app.ui.confirm import ConfirmScreen
@@ -150,35 +150,37 @@ class FitAdvisor:
     def preview(self, machine: str, model_id: str) -> FitPreview:
         """What is known now of loading `model_id` on `machine`; never waits."""
         st = self._app().state.get(machine)
-        target = next((m for m in st.models if m.id == model_id), None)
+        target = st.by_id.get(model_id)
         k = self.known(machine, target) if target is not None else None
         victim_est = None
         est = k.estimate if k else None
+        models = st.models
         if est is not None:
-            first = preview(machine, model_id, st.models, st.view.models_max, st.stats, est)
-            victim = next((m for m in st.models if first.evicts and m.id == first.evicts[0]), None)
+            first = preview(machine, model_id, models, st.view.models_max, st.stats, est)
+            victim = st.by_id.get(first.evicts[0]) if first.evicts else None
             vk = self.known(machine, victim) if victim is not None else None
             victim_est = vk.estimate if vk else None
         if not self._app().fleet.has_fit:
             reason = "no model headers to read here"
         else:
             reason = k.reason if k else ("estimating" if self.pending() else "not estimated yet")
-        return preview(machine, model_id, st.models, st.view.models_max, st.stats, est, reason, victim_est)
+        return preview(machine, model_id, models, st.view.models_max, st.stats, est, reason, victim_est)
 
     def fit_words(self, machine: str) -> dict[str, str]:
         """Per model not running: its verdict in a word ("fits", "tight", "no", "?" when unknown), for the fleet
         view. Remembered until the machine's models, stats or what is known change: the view repaints often."""
         st = self._app().state.get(machine)
-        stamp = (id(st.models), id(st.stats), st.view.models_max, self._stored, self._app().fleet.has_fit)
+        stamp = (st.version, id(st.stats), st.view.models_max, self._stored, self._app().fleet.has_fit)
         hit = self._words.get(machine)
         if hit is not None and hit[0] == stamp:
             return hit[1]
-        words: dict[str, str] = {}
-        for m in st.models:
-            if m.state.running:
-                continue
+
+        def estimate_of(m: ModelInfo) -> FitEstimate | None:
             k = self.known(machine, m)
-            words[m.id] = "?" if k is None or k.estimate is None else self.preview(machine, m.id).verdict
+            return k.estimate if k else None
+
+        # Not a preview per model (each among every model: 45 ms for 2,000 models, seconds for 20,000).
+        words = verdict_words(st.models, st.view.models_max, st.stats, estimate_of)
         words = {mid: ("?" if w == "unknown" else w) for mid, w in words.items()}
         self._words[machine] = (stamp, words)
         return words

@@ -45,7 +45,14 @@ class FleetTable(KeyedTable):
         just these (machine, model) changed; honoured while which machines are down and the fit words are as
         before (a load changes the fit of every model of its machine)."""
         fits = dict(fits or {})
-        partial = only is not None and by_id is not None and down == self.down and fits == self.fits
+        partial = only is not None and by_id is not None and down == self.down and self.rows_now
+        if partial and only is not None:
+            # The rows whose fit word changed join the delta (fit_words hands back the same dict when none did).
+            only = set(only)
+            for machine, words in fits.items():
+                old = self.fits.get(machine, {})
+                if words is not old:
+                    only.update((machine, k) for k in old.keys() | words.keys() if old.get(k) != words.get(k))
         self.sources = dict(sources)
         self.down = down
         self.fits = fits
@@ -53,19 +60,22 @@ class FleetTable(KeyedTable):
         if partial and only is not None and by_id is not None:
             keys = [fleet_key(machine, model) for machine, model in only]
             rows = {}
+            shape = self._shape()
             for machine, model in only:
                 m = by_id.get(machine, {}).get(model)
-                row = self._row(machine, m) if m is not None else None
+                row = self._row(machine, m, *shape) if m is not None else None
                 if row is not None:
                     rows[fleet_key(machine, model)] = row
             self.apply_rows(rows, keys)
             return
         self.refresh_rows()
 
-    def _row(self, machine: str, m: ModelInfo) -> Row | None:
+    def _shape(self) -> tuple[int, bool, Glyphs]:
+        return max(8, self.id_width - 10), self.narrow, self.glyphs  # the size is asked once, not per row
+
+    def _row(self, machine: str, m: ModelInfo, w: int, narrow: bool, g: Glyphs) -> Row | None:
         if not (matches(m, self.filter_text) or self.filter_text.lower() in machine.lower()):
             return None
-        w, narrow, g = max(8, self.id_width - 10), self.narrow, self.glyphs
         shown = g.clip(visible(machine), 14)
         style = DIM if machine in self.down else ""
         acts = {} if machine in self.down else self.activity.get(machine, {})
@@ -79,9 +89,10 @@ class FleetTable(KeyedTable):
 
     def desired_rows(self) -> dict[str, Row]:
         out: dict[str, Row] = {}
+        shape = self._shape()
         for machine, models in self.sources.items():
             for m in models:
-                row = self._row(machine, m)
+                row = self._row(machine, m, *shape)
                 if row is not None:
                     out[fleet_key(machine, m.id)] = row
         return out

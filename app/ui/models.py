@@ -172,6 +172,9 @@ class KeyedTable(DataTable[Text]):
         self._cell_cache: dict[str, tuple[ModelInfo, tuple[int, bool, ModelActivity | None, str], Row]] = {}
         self._widths: list[dict[str, int]] = [{} for _ in self.cols]
         """Per column, each row's cell width: a column shrinks back when its widest cell narrows or goes."""
+        self._deferred = False
+        self._shape_done: tuple[int, bool] | None = None
+        self._want_row: str | None = None
 
     def on_mount(self) -> None:
         for c in self.cols:
@@ -195,6 +198,13 @@ class KeyedTable(DataTable[Text]):
         return (self.size.width or 80) < 70
 
     def refresh_rows(self) -> RowDiff:
+        if not self.size.width:
+            # Not laid out yet (the fleet view before its first show): rows made now at a guessed width would all
+            # be made again when it is sized (20,000 rows twice). on_resize makes them.
+            self._deferred = True
+            return RowDiff()
+        self._deferred = False
+        self._shape_done = (self.id_width, self.narrow)
         return self.apply_rows(self.desired_rows())
 
     def apply_rows(self, desired: Mapping[str, Row], only: Collection[str] | None = None) -> RowDiff:
@@ -313,7 +323,8 @@ class KeyedTable(DataTable[Text]):
             return None
 
     def show_row(self, key: str) -> None:
-        """Put the cursor on the row `key`, when there is one."""
+        """Put the cursor on the row `key`, when there is one (or, before the rows are made, once they are)."""
+        self._want_row = key if self._deferred else None
         try:
             index = self.get_row_index(key)
         except RowDoesNotExist:
@@ -386,8 +397,11 @@ class KeyedTable(DataTable[Text]):
             event.prevent_default()  # DataTable's own handler (a base class's): the size did not change
             return
         self._resized_to = event.size
-        if self.rows_now:
+        # Rows depend on the size only through the id column's room and narrowness.
+        if self._deferred or (self.rows_now and (self.id_width, self.narrow) != self._shape_done):
             self.refresh_rows()
+            if self._want_row is not None:
+                self.show_row(self._want_row)
 
     def notify_style_update(self) -> None:
         generation = (self.app.theme, frozenset(self.classes), frozenset(self.app.classes))

@@ -41,6 +41,8 @@ class MachineState:
     by_id: dict[str, ModelInfo] = field(default_factory=dict)
     """The router's models by id, in its list's order: a delta replaces one entry (see ModelsUpdated)."""
     _models: tuple[ModelInfo, ...] | None = None
+    version: int = 0
+    """Counts changes of the models: what is worked out from them is remembered until it moves."""
     stats: HostStats | None = None
     router_rss: int | None = None
     stats_at: float | None = None
@@ -68,11 +70,13 @@ class MachineState:
     def models(self, models: tuple[ModelInfo, ...]) -> None:
         self.by_id = {m.id: m for m in models}
         self._models = None
+        self.version += 1
 
     def update_models(self, models: tuple[ModelInfo, ...]) -> None:
         """A delta: these models as they are now; the others unchanged (a model not seen yet is added)."""
         self.by_id.update((m.id, m) for m in models)
         self._models = None
+        self.version += 1
 
     def cpu_history(self, now: float) -> list[float]:
         return [pct for t, pct in self.cpu if now - t <= CPU_WINDOW]
