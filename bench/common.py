@@ -23,13 +23,22 @@ def tiny_models(d: Path) -> dict[str, Path]:
     }
 
 
-def start_router(d: Path, models: dict[str, Path | str], name: str = "r", models_max: int = 1) -> RouterProc:
+def start_router(
+    d: Path, models: dict[str, Path | str], name: str = "r", models_max: int = 1, healthy_within: float = 30.0
+) -> RouterProc:
+    """`healthy_within`: a preset of 20,000 sections takes the router itself about 90 s to read on 2 cores."""
     binary = find_llama_server()
     if binary is None:
         raise SystemExit(HOW_TO_GET)
     preset = d / f"{name}.ini"
     preset.write_text(preset_text(models))
-    return RouterProc(binary=binary, preset=preset, log=d / f"{name}.log", models_max=models_max).start()
+    router = RouterProc(binary=binary, preset=preset, log=d / f"{name}.log", models_max=models_max).start(wait=False)
+    try:
+        router.wait_healthy(timeout=healthy_within)
+    except BaseException:
+        router.stop()
+        raise
+    return router
 
 
 def figures(label: str, samples_ms: list[float]) -> str:

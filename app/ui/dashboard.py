@@ -343,7 +343,9 @@ class DashboardScreen(DashboardActions, Screen[None]):
             return None
         machine, model = target
         st = self.herd.state.get(machine)
-        return True if enabled_when(keys.Target(st.view, model, st.models, self.herd.fleet.has_files)) else None
+        # Only the row's model: Target looks it up by scanning, and the footer asks about every action per key.
+        mine = (st.by_id[model],) if model is not None and model in st.by_id else ()
+        return True if enabled_when(keys.Target(st.view, model, mine, self.herd.fleet.has_files)) else None
 
     # ---- actions (the rest are in DashboardActions) ----
 
