@@ -17,13 +17,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from rich.text import Text
 from textual.geometry import Region
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, Row, RowKey
 
 
-def set_cells(table: DataTable[Text], cells: Iterable[tuple[str, ColumnKey, Text]]) -> None:
+def set_cells(table: DataTable[Any], cells: Iterable[tuple[str, ColumnKey, Any]]) -> None:
     """Put new values in cells whose column width does not change, repainting only their rows."""
     rows: set[RowKey] = set()
     data: Any = table._data
@@ -35,7 +34,7 @@ def set_cells(table: DataTable[Text], cells: Iterable[tuple[str, ColumnKey, Text
         forget_rows(table, rows)
 
 
-def forget_rows(table: DataTable[Text], rows: set[RowKey]) -> None:
+def forget_rows(table: DataTable[Any], rows: set[RowKey]) -> None:
     """Drop the cached renders of these rows and repaint just them (when on screen)."""
     locations = table._row_locations
     indices = {i for rk in rows if (i := locations.get(rk)) is not None}
@@ -50,7 +49,7 @@ def forget_rows(table: DataTable[Text], rows: set[RowKey]) -> None:
         table._refresh_region(Region(0, i + header, width, 1))
 
 
-def add_rows(table: DataTable[Text], rows: Sequence[tuple[str, Sequence[Text]]]) -> None:
+def add_rows(table: DataTable[Any], rows: Sequence[tuple[str, Sequence[Any]]]) -> None:
     """Append rows (height 1) in one go: what add_row does per row, with one cursor set and one update bump. The
     columns' widths must already fit the cells (they are not measured again)."""
     if not rows:
@@ -70,7 +69,7 @@ def add_rows(table: DataTable[Text], rows: Sequence[tuple[str, Sequence[Text]]])
     _bumped(table, first=table.row_count == len(rows))
 
 
-def remove_rows(table: DataTable[Text], keys: Iterable[str]) -> None:
+def remove_rows(table: DataTable[Any], keys: Iterable[str]) -> None:
     """Remove rows in one pass (remove_row rebuilds the whole row index for each one)."""
     gone = {RowKey(k) for k in keys} & set(table.rows)
     if not gone:
@@ -88,7 +87,7 @@ def remove_rows(table: DataTable[Text], keys: Iterable[str]) -> None:
     _bumped(table, first=False)
 
 
-def _bumped(table: DataTable[Text], first: bool) -> None:
+def _bumped(table: DataTable[Any], first: bool) -> None:
     """After rows came or went: one new layout, one cursor check, every cache stale (the rows moved)."""
     table._require_update_dimensions = True
     table.cursor_coordinate = table.cursor_coordinate
