@@ -253,12 +253,14 @@ class KeyedTable(DataTable[CellSpec]):
             # Only the changed rows are repainted (DataTable.update_cell repainted every visible cell).
             set_cells(self, quiet)
             if diff.add:
-                for key, row in diff.add:
-                    for i, (c, cell) in enumerate(zip(self.cols, row, strict=True)):
-                        col = self.columns[ColumnKey(c.key)]
-                        width = self._widths[i][key] = width_of(cell.text)
-                        col.content_width = max(col.content_width, width)
-                add_rows(self, list(diff.add))
+                for i, c in enumerate(self.cols):  # column by column: 20,000 rows are added at once
+                    col = self.columns[ColumnKey(c.key)]
+                    texts = {key: row[i].text for key, row in diff.add}
+                    # width_of inline: a call per cell was a fifth of adding 20,000 rows
+                    widths = {k: len(t) if t.isascii() and t.isprintable() else cell_len(t) for k, t in texts.items()}
+                    self._widths[i].update(widths)
+                    col.content_width = max(col.content_width, *widths.values())
+                add_rows(self, diff.add)
             for i in shrunk:
                 relayout = self._fit_column(i) or relayout
             if relayout:

@@ -54,7 +54,7 @@ def add_rows(table: DataTable[Any], rows: Sequence[tuple[str, Sequence[Any]]]) -
     columns' widths must already fit the cells (they are not measured again)."""
     if not rows:
         return
-    columns = table.ordered_columns
+    columns = [c.key for c in table.ordered_columns]
     locations = table._row_locations
     data: Any = table._data
     n = table.row_count
@@ -64,7 +64,7 @@ def add_rows(table: DataTable[Any], rows: Sequence[tuple[str, Sequence[Any]]]) -
             raise ValueError(f"row {key!r} is already in the table")
         locations[rk] = n
         n += 1
-        data[rk] = {c.key: cell for c, cell in zip(columns, cells, strict=True)}
+        data[rk] = dict(zip(columns, cells, strict=True))
         table.rows[rk] = Row(rk, 1, None, False)
     _bumped(table, first=table.row_count == len(rows))
 
