@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -348,7 +349,7 @@ class Machine:
                 raise
             except HerdError:
                 pass  # the router follower reports an unreachable machine
-            await asyncio.sleep(STATS_EVERY)
+            await next_round(STATS_EVERY)
 
     # ---- log ----
 
@@ -429,6 +430,19 @@ class Machine:
             state = self.view.router_state.value
             raise RouterNotRunning(self.name, state, self.view.router_reason if state == "not answering" else "")
         return self.client
+
+
+async def next_round(every: float) -> None:
+    """Sleep until the next multiple of `every` on the loop's clock. Every machine's stats round wakes at the same
+    moment (one schedule for all, not one per machine), so their figures arrive together and are painted in one
+    repaint rather than one per machine, spread over the interval."""
+    now = asyncio.get_running_loop().time()
+    await asyncio.sleep(round_after(now, every) - now)
+
+
+def round_after(now: float, every: float) -> float:
+    """The first multiple of `every` after `now`: the same for every machine whenever its last round ended."""
+    return (math.floor(now / every) + 1) * every
 
 
 async def _settle(tasks: Sequence[asyncio.Future[Any]], within: float) -> None:
