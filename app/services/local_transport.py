@@ -22,6 +22,7 @@ import psutil
 from app.services import probes
 from app.services.bounded import MAX_LOG_LINE, LineSplitter, log_text
 from app.services.errors import TransportError, WriteFailed
+from app.services.proc_tree import tree_rss
 from app.services.transport import Transport, expand_template, parse_spawn_output, pick_free_port, spawn_args
 from app.services.types import Connection, FileInfo, GpuStats, HostStats, RunResult
 from app.services.waits import within
@@ -189,18 +190,7 @@ class LocalTransport(Transport):
         return True
 
     async def process_tree_rss(self, pid: int) -> int | None:
-        def measure() -> int | None:
-            try:
-                p = psutil.Process(pid)
-                total = int(p.memory_info().rss)
-                for c in p.children(recursive=True):
-                    with contextlib.suppress(psutil.Error):
-                        total += int(c.memory_info().rss)
-                return total
-            except psutil.Error:
-                return None
-
-        return await asyncio.to_thread(measure)
+        return await asyncio.to_thread(tree_rss, pid)  # one process-table scan per round for all local machines
 
     # ---- files ----
 
