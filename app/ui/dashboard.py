@@ -208,8 +208,8 @@ class DashboardScreen(DashboardActions, Screen[None]):
 
     def _paint_title(self) -> None:
         sts = list(self.herd.state.machines.values())
-        loaded = sum(1 for st in sts for m in st.models if m.state.running)
-        total = sum(len(st.models) for st in sts)
+        loaded = sum(st.running_count() for st in sts)
+        total = sum(len(st.by_id) for st in sts)
         down = sum(1 for st in sts if is_down(st.view))
         glyphs = self.herd.glyphs
         t = Text.assemble(

@@ -43,6 +43,7 @@ class MachineState:
     _models: tuple[ModelInfo, ...] | None = None
     version: int = 0
     """Counts changes of the models: what is worked out from them is remembered until it moves."""
+    _running: int = 0
     stats: HostStats | None = None
     router_rss: int | None = None
     stats_at: float | None = None
@@ -71,10 +72,14 @@ class MachineState:
         self.by_id = {m.id: m for m in models}
         self._models = None
         self.version += 1
+        self._running = sum(1 for m in self.by_id.values() if m.state.running)
 
     def update_models(self, models: tuple[ModelInfo, ...]) -> None:
         """A delta: these models as they are now; the others unchanged (a model not seen yet is added)."""
-        self.by_id.update((m.id, m) for m in models)
+        for m in models:
+            old = self.by_id.get(m.id)
+            self._running += m.state.running - (old is not None and old.state.running)
+            self.by_id[m.id] = m
         self._models = None
         self.version += 1
 
@@ -87,6 +92,10 @@ class MachineState:
             return None
         age = now - self.stats_at
         return age if age > STATS_STALE_AFTER else None
+
+    def running_count(self) -> int:
+        """How many models run (the title asks on every paint): counted on a whole list, kept by each delta."""
+        return self._running
 
     def running_models(self) -> list[str]:
         return [m.id for m in self.models if m.state.running]

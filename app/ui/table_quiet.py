@@ -45,8 +45,11 @@ def forget_rows(table: DataTable[Any], rows: set[RowKey]) -> None:
     _discard(table._row_renderable_cache, lambda k: k[1] in indices)
     _discard(table._line_cache, lambda k: k[0] in lines)
     width = max(table.size.width, table.virtual_size.width)
+    top = int(table.scroll_offset.y)
+    shown = range(top - 1, top + table.size.height + 1)  # rows off screen are drawn when scrolled to, not now
     for i in indices:
-        table._refresh_region(Region(0, i + header, width, 1))
+        if i in shown:
+            table._refresh_region(Region(0, i + header, width, 1))
 
 
 def add_rows(table: DataTable[Any], rows: Sequence[tuple[str, Sequence[Any]]]) -> None:

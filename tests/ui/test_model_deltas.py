@@ -116,3 +116,7 @@ def test_state_tells_a_delta_from_a_whole_list() -> None:
     assert st.get("a").models == tuple(one if m.id == one.id else m for m in base)  # in place, order kept
     assert st.get("b").models == (base[0],)
     assert delta.merge(whole).rows_of("a") is None
+    for name in ("a", "b"):  # kept by each delta, as a count over the list says
+        assert st.get(name).running_count() == sum(1 for m in st.get(name).models if m.state.running)
+    st.apply([ModelsUpdated("a", (changed(one, state=ModelState.UNLOADED),))], NOW)
+    assert st.get("a").running_count() == sum(1 for m in st.get("a").models if m.state.running)
