@@ -11,7 +11,8 @@ from app.services.textsafe import visible
 from app.services.types import ModelInfo
 from app.ui.format import BAD, BUSY, DIM, OK
 from app.ui.glyphs import Glyphs
-from app.ui.models import MODEL_COLUMNS, CellSpec, Col, KeyedTable, Row, matches
+from app.ui.models import MODEL_COLUMNS, KeyedTable, matches
+from app.ui.table_rows import CellSpec, Col, Row
 
 SEP = "\x1f"  # between machine and model in a row key; neither name can hold it
 FIT_STYLE = {"fits": (OK, 0), "tight": (BUSY, 1), "no": (BAD, 2), "?": (DIM, 3)}

@@ -8,11 +8,9 @@ to the top and the table flicker on every status change.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.cells import cell_len
-from rich.text import Text
 from textual import events
 from textual.actions import SkipAction
 from textual.binding import Binding, BindingType
@@ -31,71 +29,7 @@ from app.ui.format import DIM, badge, human_bytes, human_count, human_ctx, state
 from app.ui.glyphs import Glyphs
 from app.ui.plain import plain
 from app.ui.table_quiet import add_rows, remove_rows, set_cells
-
-
-@dataclass(frozen=True)
-class Col:
-    key: str
-    label: str
-
-
-@dataclass(frozen=True)
-class CellSpec:
-    """What a cell shows and how it sorts; compared to decide whether a cell needs updating. It is also the value
-    the DataTable holds: its Text is made only when the cell is drawn (a Text per cell of 20,000 rows was most of
-    the first paint's time and ~200 MB)."""
-
-    text: str
-    style: str = ""
-    sort: Any = ""
-
-    def __rich__(self) -> Text:
-        return SortCell(self)
-
-    def __str__(self) -> str:
-        return visible(self.text)
-
-
-Row = tuple[CellSpec, ...]
-
-
-@dataclass(frozen=True)
-class RowDiff:
-    add: tuple[tuple[str, Row], ...] = ()
-    remove: tuple[str, ...] = ()
-    update: tuple[tuple[str, int, CellSpec], ...] = ()
-
-    def __bool__(self) -> bool:
-        return bool(self.add or self.remove or self.update)
-
-
-def diff_rows(old: Mapping[str, Row], new: Mapping[str, Row]) -> RowDiff:
-    """Keyed diff: rows to add (in `new`'s order), rows to remove, and single cells that changed."""
-    add = tuple((k, r) for k, r in new.items() if k not in old)
-    remove = tuple(k for k in old if k not in new)
-    update: list[tuple[str, int, CellSpec]] = []
-    for k, r in new.items():
-        before = old.get(k)
-        if before is None or before == r:
-            continue
-        update += [(k, i, c) for i, (b, c) in enumerate(zip(before, r, strict=True)) if b != c]
-    return RowDiff(add, remove, tuple(update))
-
-
-def width_of(text: str) -> int:
-    """Cells `text` takes: its length when printable ASCII (rich's cell_len walks every character: most of a first
-    paint of thousands of rows with long source paths)."""
-    return len(text) if text.isascii() and text.isprintable() else cell_len(text)
-
-
-class SortCell(Text):
-    """A Text that carries its sort value, so DataTable.sort orders by numbers rather than by printed text."""
-
-    def __init__(self, spec: CellSpec) -> None:
-        # Every table cell passes here: the last place outside text is made visible (idempotent on visible text).
-        super().__init__(visible(spec.text), style=spec.style, no_wrap=True, overflow="ellipsis", end="")
-        self.sort_value = spec.sort
-
+from app.ui.table_rows import CellSpec, Col, Row, RowDiff, diff_rows, width_of
 
 MODEL_COLUMNS: tuple[Col, ...] = (
     Col("model", "model"),
@@ -180,9 +114,7 @@ class KeyedTable(DataTable[CellSpec]):
         self._cell_cache: dict[str, tuple[ModelInfo, tuple[int, bool, ModelActivity | None, str], Row]] = {}
         self._widths: list[dict[str, int]] = [{} for _ in self.cols]
         """Per column, each row's cell width: a column shrinks back when its widest cell narrows or goes."""
-        self._deferred = False
         self._shape_done: tuple[int, bool] | None = None
-        self._want_row: str | None = None
 
     def on_mount(self) -> None:
         for c in self.cols:
@@ -206,12 +138,6 @@ class KeyedTable(DataTable[CellSpec]):
         return (self.size.width or 80) < 70
 
     def refresh_rows(self) -> RowDiff:
-        if not self.size.width:
-            # Not laid out yet (the fleet view before its first show): rows made now at a guessed width would all
-            # be made again when it is sized (20,000 rows twice). on_resize makes them.
-            self._deferred = True
-            return RowDiff()
-        self._deferred = False
         self._shape_done = (self.id_width, self.narrow)
         return self.apply_rows(self.desired_rows())
 
@@ -333,8 +259,7 @@ class KeyedTable(DataTable[CellSpec]):
             return None
 
     def show_row(self, key: str) -> None:
-        """Put the cursor on the row `key`, when there is one (or, before the rows are made, once they are)."""
-        self._want_row = key if self._deferred else None
+        """Put the cursor on the row `key`, when there is one."""
         try:
             index = self.get_row_index(key)
         except RowDoesNotExist:
@@ -408,10 +333,8 @@ class KeyedTable(DataTable[CellSpec]):
             return
         self._resized_to = event.size
         # Rows depend on the size only through the id column's room and narrowness.
-        if self._deferred or (self.rows_now and (self.id_width, self.narrow) != self._shape_done):
+        if self.rows_now and (self.id_width, self.narrow) != self._shape_done:
             self.refresh_rows()
-            if self._want_row is not None:
-                self.show_row(self._want_row)
 
     def notify_style_update(self) -> None:
         generation = (self.app.theme, frozenset(self.classes), frozenset(self.app.classes))

@@ -16,8 +16,8 @@ from app.services.types import (
 )
 from app.ui import format as fmt
 from app.ui.glyphs import ASCII, UNICODE, locale_is_utf8, want_ascii
-from app.ui.models import CellSpec, diff_rows
 from app.ui.state import HerdState
+from app.ui.table_rows import CellSpec, diff_rows
 from tests.ui.standin import NOW, view
 
 
