@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,6 +24,7 @@ from app.services.model_fold import first_sight, fold_list, fold_router_gone, fo
 from app.services.router_api import RouterClient
 from app.services.routers import RouterManager, RouterRecord, RouterStatus
 from app.services.ssh_transport import SshTransport
+from app.services.stats_rounds import next_round
 from app.services.transport import Transport
 from app.services.types import (
     Connection,
@@ -430,19 +430,6 @@ class Machine:
             state = self.view.router_state.value
             raise RouterNotRunning(self.name, state, self.view.router_reason if state == "not answering" else "")
         return self.client
-
-
-async def next_round(every: float) -> None:
-    """Sleep until the next multiple of `every` on the loop's clock. Every machine's stats round wakes at the same
-    moment (one schedule for all, not one per machine), so their figures arrive together and are painted in one
-    repaint rather than one per machine, spread over the interval."""
-    now = asyncio.get_running_loop().time()
-    await asyncio.sleep(round_after(now, every) - now)
-
-
-def round_after(now: float, every: float) -> float:
-    """The first multiple of `every` after `now`: the same for every machine whenever its last round ended."""
-    return (math.floor(now / every) + 1) * every
 
 
 async def _settle(tasks: Sequence[asyncio.Future[Any]], within: float) -> None:
