@@ -67,6 +67,7 @@ from app.services.types import (
     ModelInfo,
     ModelsChanged,
     ModelState,
+    ModelsUpdated,
 )
 from app.ui.app import HerdApp, make_app
 from app.ui.confirm import ConfirmScreen
@@ -397,7 +398,7 @@ class Director:
 
         def loading(ev: FleetEvent) -> bool:
             return (
-                isinstance(ev, ModelsChanged)
+                isinstance(ev, ModelsChanged | ModelsUpdated)  # a status event is a delta
                 and ev.machine == "gpu-box-b"
                 and any(m.id == "chat-medium" and m.state is ModelState.LOADING and m.progress for m in ev.models)
             )

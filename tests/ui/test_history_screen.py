@@ -55,8 +55,9 @@ async def test_h_shows_every_transition_newest_first_and_filters(tmp_path: Path)
         await wait_for(pilot, lambda: table.row_count == 5)
         first = [str(c) for c in table.get_row_at(0)]
         assert first[1:5] == ["gpu-2", "(router)", "running -> exited", "router exited"]
+        # the rows are in the table before the new screen is first composited: wait for the paint
+        await wait_for(pilot, lambda: "[bold]coder[/bold]" in screen_text(app))  # markup in an id, shown as it is
         text = screen_text(app)
-        assert "[bold]coder[/bold]" in text  # a model id with markup in it, shown as it is
         assert "\x1b" not in text and "␛]0;x" in text
         assert "for chat-big" in text and "10m ago" in text
 
