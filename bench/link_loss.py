@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import time
+from collections.abc import Callable
 
 from app.config import MachineConfig
 from app.services import ssh_link
@@ -20,18 +20,11 @@ from app.services.ssh_transport import SshTransport
 from app.services.types import Connection, FleetEvent, HostStatsChanged
 from bench.common import workdir
 from tests.faults.netns import Link, NetnsUnavailable, link
+from tests.helpers.wait import wait_for
 from tests.sshd import SshdUnavailable, SshServer, start_sshd
 
 
-async def _until(cond: object, timeout: float) -> float:
-    t0 = time.monotonic()
-    async with asyncio.timeout(timeout):
-        while not cond():  # type: ignore[operator]
-            await asyncio.sleep(0.02)
-    return time.monotonic() - t0
-
-
-def _stats_after(events: list[FleetEvent], k: int) -> object:
+def _stats_after(events: list[FleetEvent], k: int) -> Callable[[], bool]:
     return lambda: any(isinstance(e, HostStatsChanged) for e in events[k:])
 
 
@@ -50,15 +43,15 @@ async def trials(ln: Link, server: SshServer, n: int, every: float) -> list[tupl
     out = []
     try:
         for _ in range(n):
-            await _until(_stats_after(events, len(events)), 60)
+            await wait_for(_stats_after(events, len(events)), 60, step=0.02)
             await asyncio.sleep(1.0)
             last_stats = max(i for i, e in enumerate(events) if isinstance(e, HostStatsChanged))
             ln.blackhole()
-            took = await _until(lambda: m.view.connection is Connection.UNREACHABLE, 180)
+            took = await wait_for(lambda: m.view.connection is Connection.UNREACHABLE, 180, step=0.02)
             why = m.view.connection_reason
             assert not any(isinstance(e, HostStatsChanged) for e in events[last_stats + 2 :])
             ln.restore()
-            back = await _until(lambda: m.view.connection is Connection.CONNECTED, 60)
+            back = await wait_for(lambda: m.view.connection is Connection.CONNECTED, 60, step=0.02)
             out.append((took, back))
             print(f"  unreachable after {took:.1f} s ({why}); connected again {back:.1f} s "
                   f"after the link came back", flush=True)  # fmt: skip

@@ -6,8 +6,6 @@ Before the keepalive settings were tightened (15 s x 3) this took 61 s, with the
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from app.services.machine import Machine
 from app.services.types import Connection, FleetEvent, HostStatsChanged
 from tests.faults.netns import Link, NetnsUnavailable, link
 from tests.helpers.needs import missing
+from tests.helpers.wait import wait_for
 from tests.sshd import SshdUnavailable, SshServer, start_sshd
 
 UNREACHABLE_WITHIN = 10.0
@@ -50,14 +49,6 @@ def _connection(m: Machine) -> Connection:
     return m.view.connection  # read afresh: mypy would keep the narrowing of an earlier assert
 
 
-async def _until(cond: object, timeout: float) -> float:
-    t0 = time.monotonic()
-    async with asyncio.timeout(timeout):
-        while not cond():  # type: ignore[operator]
-            await asyncio.sleep(0.05)
-    return time.monotonic() - t0
-
-
 @pytest.mark.ssh
 async def test_silent_link_loss_is_unreachable_within_10_s(far: tuple[Link, SshServer], tmp_path: Path) -> None:
     ln, server = far
@@ -69,21 +60,21 @@ async def test_silent_link_loss_is_unreachable_within_10_s(far: tuple[Link, SshS
     m = Machine(cfg, events.append)
     m.start()
     try:
-        await _until(lambda: any(isinstance(e, HostStatsChanged) for e in events), 30)
+        await wait_for(lambda: any(isinstance(e, HostStatsChanged) for e in events), 30)
         assert m.view.connection is Connection.CONNECTED
 
         ln.blackhole()
         lost_at = len(events)
-        took = await _until(lambda: _connection(m) is Connection.UNREACHABLE, 30)
+        took = await wait_for(lambda: _connection(m) is Connection.UNREACHABLE, 30)
         print(f"silent link loss -> unreachable: {took:.1f} s ({m.view.connection_reason})")
         assert took <= UNREACHABLE_WITHIN, f"unreachable only after {took:.1f} s"
         # Nothing new came over the dead link: what the pane has is the last figures, shown as stale.
         assert not any(isinstance(e, HostStatsChanged) for e in events[lost_at + 1 :])
 
         ln.restore()
-        back = await _until(lambda: m.view.connection is Connection.CONNECTED, 40)
+        back = await wait_for(lambda: m.view.connection is Connection.CONNECTED, 40)
         print(f"link back -> connected: {back:.1f} s")
         n = len(events)
-        await _until(lambda: any(isinstance(e, HostStatsChanged) for e in events[n:]), 15)
+        await wait_for(lambda: any(isinstance(e, HostStatsChanged) for e in events[n:]), 15)
     finally:
         await m.close()
