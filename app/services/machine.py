@@ -370,26 +370,26 @@ class Machine:
     async def _tail(self, path: str) -> None:
         window = LogWindow(self.attributor, LOG_PARSE_PER_FLUSH)
 
+        flusher: asyncio.TimerHandle | None = None
+
         def flush() -> None:
+            nonlocal flusher
+            flusher = None
             lines = window.take()
             if lines:
                 self.logs.extend(lines)
                 self.emit(LogLines(self.name, tuple(lines)))
 
-        async def flush_later() -> None:
-            # Lines are sent in batches: a chatty child prints hundreds a second, one event each would swamp the UI.
-            while True:
-                await asyncio.sleep(LOG_FLUSH_EVERY)
-                flush()
-
-        flusher = asyncio.create_task(flush_later())
         try:
             async for chunk in self.transport.tail_chunks(path, lines=await self._lines_to_resume(path)):
                 window.add(chunk)
+                # Lines are sent in batches, LOG_FLUSH_EVERY after the first of them (a chatty child prints hundreds
+                # a second, one event each would swamp the UI); a quiet log schedules nothing (no idle wake-ups).
+                if flusher is None:
+                    flusher = asyncio.get_running_loop().call_later(LOG_FLUSH_EVERY, flush)
         finally:
-            flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await flusher
+            if flusher is not None:
+                flusher.cancel()
             flush()
 
     async def _lines_to_resume(self, path: str) -> int:

@@ -73,6 +73,15 @@ def duration(seconds: float | None) -> str:
     return f"{d}d{h:02d}h"
 
 
+def uptime(seconds: float | None) -> str:
+    """A router's uptime: seconds only in its first minute (a restart is seen at once), then to the minute (12m,
+    3h07m, 5d02h), so an idle card's text, and so the card, changes once a minute, not every second."""
+    if seconds is None or seconds < 60:
+        return duration(seconds)
+    m = int(seconds) // 60
+    return f"{m}m" if m < 60 else duration(seconds)
+
+
 # ---- models ----
 
 
@@ -160,7 +169,7 @@ def connection_text(v: MachineView) -> tuple[str, str]:
 def router_text(v: MachineView, now: float | None) -> tuple[str, str]:
     """(text, style) of the router line: running with uptime, starting, stopped on request, exited with code."""
     st = v.router_state
-    up = f" {duration(now - v.started_at)}" if now is not None and v.started_at else ""
+    up = f" {uptime(now - v.started_at)}" if now is not None and v.started_at else ""
     # An older llama-server without /models/sse is followed by polling every 2 s; the operator should know.
     polling = " · polling, no SSE" if v.stream == "polling" else ""
     if st is RouterState.RUNNING:

@@ -45,6 +45,7 @@ class MachineCard(Widget):
         self.clock = clock
         self._uptime_text = ""
         self._stale_text = ""
+        self._shown: list[Text] | None = None  # the lines last painted
         self.name_width = len(state.view.name)
         """Names are padded to the longest in the pane, so one-line cards line up like a table."""
 
@@ -59,9 +60,12 @@ class MachineCard(Widget):
     def update_state(self, state: MachineState) -> None:
         self.state = state
         self.set_class(is_down(state.view), "-down")
-        # A new layout only when the card's height changes; a stats tick is a repaint of the card alone.
-        height = len(self._lines(self.content_size.width or self.size.width)) if self.size.width else -1
-        self.refresh(layout=height != self.size.height)
+        # A new layout only when the card's height changes; a stats tick is a repaint of the card alone, and none
+        # when the card would show the same text (an idle machine's figures often round to what is shown).
+        lines = self._lines(self.content_size.width or self.size.width) if self.size.width else None
+        if lines is not None and lines == self._shown:
+            return
+        self.refresh(layout=lines is None or len(lines) != self.size.height)
 
     def tick(self) -> None:
         """Called each second: repaint only when the uptime text changed, so an idle dashboard stays idle."""
@@ -78,7 +82,8 @@ class MachineCard(Widget):
 
     def render(self) -> Text:
         # A net under the pieces below (names, reasons and problems are made visible where they are placed).
-        return safe_text(Text("\n").join(self._lines(self.content_size.width or self.size.width)), multiline=True)
+        self._shown = self._lines(self.content_size.width or self.size.width)
+        return safe_text(Text("\n").join(self._shown), multiline=True)
 
     # ---- drawing ----
 

@@ -52,7 +52,7 @@ def test_vision_is_three_state() -> None:
 
 
 def test_router_and_connection_words() -> None:
-    assert fmt.router_text(view("a", started_at=NOW - 65), NOW)[0] == "running 1m05s"
+    assert fmt.router_text(view("a", started_at=NOW - 65), NOW)[0] == "running 1m"
     exited = view("a", router_state=RouterState.EXITED, exit_code=137, router_reason="killed")
     assert fmt.router_text(exited, NOW)[0] == "exited with code 137: killed"
     assert fmt.router_text(view("a", router_state=RouterState.STOPPED), NOW)[0] == "stopped on request"
