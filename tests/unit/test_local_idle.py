@@ -1,5 +1,6 @@
-"""The local log tail polls promptly after data and backs off while the log is quiet (issue 11.4: an idle
-dashboard's 5 tails were 50 thread hops a second). Its waits are stepped through a recorder, no sleeping."""
+"""An idle dashboard on local machines stays cheap (issue 11.4): the log tail polls promptly after data and backs
+off while the log is quiet (5 managed routers' tails were 50 thread hops a second), and the local machines of one
+stats round share one read of the host. Waits and rounds are stepped, no sleeping."""
 
 from __future__ import annotations
 
@@ -44,3 +45,25 @@ async def test_a_quiet_log_is_polled_ever_more_slowly_and_promptly_again_after_a
     assert waits[6] == TAIL_FIRST
     assert waits[7:13] == [TAIL_FIRST, 0.2, 0.4, cap, cap, cap]
     assert max(waits) == cap  # the most a first line after a quiet spell waits
+
+
+async def test_local_machines_of_one_stats_round_share_one_read_of_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[int] = []
+    real = local_transport._read_host
+
+    def counted() -> object:
+        reads.append(1)
+        return real()
+
+    now = [1000.0]
+    monkeypatch.setattr(local_transport, "_read_host", counted)
+    monkeypatch.setattr(local_transport, "_clock", lambda: now[0])
+    monkeypatch.setattr(local_transport, "_host_read", None)
+    machines = [LocalTransport(f"m{i}") for i in range(5)]
+    first = [await m.host_stats() for m in machines]
+    assert len(reads) == 1
+    assert len({(s.mem_total, s.load_avg) for s in first}) == 1
+    now[0] += 2.0  # the next round: read again, once
+    second = [await m.host_stats() for m in machines]
+    assert len(reads) == 2
+    assert all(0.0 <= s.cpu_pct <= 100.0 and s.mem_total > 0 for s in second)
