@@ -314,7 +314,7 @@ class LocalTransport(Transport):
         cpu = probes.cpu_percent(self._prev_cpu, cur)
         self._prev_cpu = cur
         gpus: tuple[GpuStats, ...] = ()
-        if shutil.which("nvidia-smi"):
+        if _has_nvidia_smi(now):
             try:
                 res = await self.run(list(probes.NVIDIA_SMI_QUERY), timeout=5)
             except TransportError:
@@ -336,6 +336,19 @@ class LocalTransport(Transport):
 HOST_READ_TTL = 0.25
 _clock = time.monotonic  # a test steps the rounds through this
 _host_read: tuple[float, tuple[probes.CpuSample, int, int, tuple[float, float, float]]] | None = None
+
+
+_which_at: tuple[float, str, bool] | None = None
+# Looking along PATH every round was a tenth of an idle round's cost: once a minute, or when PATH changed.
+WHICH_TTL = 60.0
+
+
+def _has_nvidia_smi(now: float) -> bool:
+    global _which_at
+    path = os.environ.get("PATH", "")
+    if _which_at is None or _which_at[1] != path or not 0 <= now - _which_at[0] <= WHICH_TTL:
+        _which_at = (now, path, shutil.which("nvidia-smi") is not None)
+    return _which_at[2]
 
 
 def _read_host() -> tuple[probes.CpuSample, int, int, tuple[float, float, float]]:

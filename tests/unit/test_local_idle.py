@@ -4,6 +4,7 @@ stats round share one read of the host. Waits and rounds are stepped, no sleepin
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import cast
@@ -59,6 +60,9 @@ async def test_local_machines_of_one_stats_round_share_one_read_of_the_host(monk
     monkeypatch.setattr(local_transport, "_read_host", counted)
     monkeypatch.setattr(local_transport, "_clock", lambda: now[0])
     monkeypatch.setattr(local_transport, "_host_read", None)
+    monkeypatch.setattr(local_transport, "_which_at", None)
+    looked: list[str] = []
+    monkeypatch.setattr(shutil, "which", lambda name: looked.append(name))
     machines = [LocalTransport(f"m{i}") for i in range(5)]
     first = [await m.host_stats() for m in machines]
     assert len(reads) == 1
@@ -67,3 +71,7 @@ async def test_local_machines_of_one_stats_round_share_one_read_of_the_host(monk
     second = [await m.host_stats() for m in machines]
     assert len(reads) == 2
     assert all(0.0 <= s.cpu_pct <= 100.0 and s.mem_total > 0 for s in second)
+    assert looked == ["nvidia-smi"]  # PATH is searched once a minute, not by every machine every round
+    now[0] += local_transport.WHICH_TTL + 1
+    await machines[0].host_stats()
+    assert looked == ["nvidia-smi", "nvidia-smi"]
