@@ -35,6 +35,7 @@ from app.ui.glyphs import Glyphs, glyphs_for, want_ascii
 from app.ui.live import LiveFeed
 from app.ui.palette import HerdCommands
 from app.ui.state import HerdState
+from app.ui.styles_cache_fix import install as keep_no_dead_styles_caches
 from app.ui.why_not import why_not
 
 MAX_BATCH = 5000  # events taken off the queue in one go
@@ -223,6 +224,7 @@ def make_app(
 
     `config_path` is where the config file is or would go (default: `config.path`), said on the first run.
     """
+    keep_no_dead_styles_caches()
     return HerdApp(
         config, fleet, frozen_time=frozen_time, ascii_mode=ascii_mode, config_path=config_path, history=history,
         recorder=recorder, hands=hands,
