@@ -223,7 +223,8 @@ class DashboardScreen(DashboardActions, Screen[None]):
             t.append(f"{down} down", BAD)
         if t != self._title_shown:
             self._title_shown = t
-            self.query_one("#title", Static).update(t)
+            # One full-width line (app.tcss): its size never changes, so no layout pass (one per load or unload).
+            self.query_one("#title", Static).update(t, layout=False)
 
     def _paint_hint(self) -> None:
         """The first run's notice (where the config goes), and how to get llama-server where a start lacked it."""
