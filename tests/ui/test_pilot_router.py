@@ -136,7 +136,9 @@ async def test_start_load_fail_with_log_lines_and_stop_after_asking(managed_app:
         message = next(msg for sev, _, msg in notes if sev == "error" and "broken" in msg)
         # One line and the key to the rest: the model's log lines covered half the screen as a toast.
         assert "\n" not in message and message.endswith(" · g for the log"), message
-        await wait_for(pilot, lambda: any("broken" in ln.text for ln in app.dashboard.logs.buffer))
+        # the model's own lines (credited to it), not only the router's line that names it: the log tail reads
+        # on its own schedule, so they can arrive after the failure's event
+        await wait_for(pilot, lambda: any(ln.model == "broken" for ln in app.dashboard.logs.buffer))
         await pilot.press("g")  # the failed model's own lines
         assert app.dashboard.logs.model == "broken" and any(
             app.dashboard.logs.wanted(ln) for ln in app.dashboard.logs.buffer
