@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING
 
 from app.errors import ConfigError, HerdError
+from app.services.waits import within
 
 if TYPE_CHECKING:  # imported where used: `llamaherd history` starts without the machine and ssh modules
     from app.cli.context import CliContext
@@ -41,7 +42,7 @@ async def _backfill_one(ctx: CliContext, mc: MachineConfig, store: HistoryStore)
 
     try:
         async with ctx.machine(mc.name) as m:
-            await asyncio.wait_for(_connect_and_fill(m, store), BACKFILL_TIMEOUT)
+            await within(_connect_and_fill(m, store), BACKFILL_TIMEOUT)
     except (HerdError, TimeoutError, OSError) as e:
         err(f"history of {mc.name}: its router log was not read ({e or 'no answer in time'}); showing what is stored")
 

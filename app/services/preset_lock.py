@@ -28,6 +28,7 @@ from typing import Any
 from app.services.errors import TransportError
 from app.services.remote_trace import note
 from app.services.transport import Transport
+from app.services.waits import within
 from app.services.write_errors import oserror_cause, stderr_cause
 
 LOCK_TIMEOUT = 30.0
@@ -132,14 +133,14 @@ async def _remote_lock(
         raise PresetLockError(f"{transport.name}: cannot lock {folder}: {e or type(e).__name__}") from None
     try:
         try:
-            line = await asyncio.wait_for(proc.stdout.readline(), timeout + 10)
+            line = await within(proc.stdout.readline(), timeout + 10)
         except TimeoutError:
             raise PresetLockError(_busy_message(transport.name, folder, timeout)) from None
         except Exception as e:
             raise PresetLockError(f"{transport.name}: lost the link while locking {folder}: {e}") from None
         if line.strip() != b"locked":
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(proc.wait(), 5)
+                await within(proc.wait(), 5)
             code = proc.exit_status
             if code == _MISSING:
                 msg = _gone(transport.name, path, folder)
@@ -148,7 +149,7 @@ async def _remote_lock(
             else:
                 raw = b""
                 with contextlib.suppress(Exception):
-                    raw = await asyncio.wait_for(proc.stderr.read(4096), 1)
+                    raw = await within(proc.stderr.read(4096), 1)
                 detail = raw.decode(errors="replace").strip().splitlines()
                 why = detail[-1] if detail else f"exit code {code}"
                 msg = f"{transport.name}: cannot write {path}: {stderr_cause(why)} (locking {folder})"
@@ -157,5 +158,5 @@ async def _remote_lock(
     finally:
         with contextlib.suppress(Exception):
             proc.stdin.write_eof()  # the holder ends when its stdin closes, and the lock goes with it
-            await asyncio.wait_for(proc.wait(), 5)
+            await within(proc.wait(), 5)
         proc.close()

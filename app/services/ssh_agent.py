@@ -118,9 +118,9 @@ class RemoteAgent:
         note(self.name, "session", "agent start")
         try:
             opened = self.conn.create_process(cmd, encoding=None, stderr=asyncssh.DEVNULL)
-            proc = await asyncio.wait_for(opened, timeout)
+            proc = await within(opened, timeout)
             self._proc = proc
-            line, rest = await asyncio.wait_for(self._ready_line(proc), timeout)
+            line, rest = await within(self._ready_line(proc), timeout)
         except (asyncssh.Error, OSError, TimeoutError, asyncio.IncompleteReadError, ValueError) as e:
             self._fail(f"the remote agent did not start: {type(e).__name__} {e}".strip())
             raise AgentDown(f"{self.name}: {self._down}") from None

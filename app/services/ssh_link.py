@@ -24,6 +24,7 @@ from app.services.ssh_hostkeys import (
     refusal_message,
 )
 from app.services.types import Connection
+from app.services.waits import within
 
 StateSink = Callable[[Connection, str], None]
 
@@ -168,7 +169,7 @@ class SshLink:
         note(t.name, "connect", t.host)
         try:
             # asyncssh's connect_timeout covers the handshake; the outer bound is for anything it misses.
-            conn = await asyncio.wait_for(asyncssh.connect(t.host, **opts), t.connect_timeout + 2)
+            conn = await within(asyncssh.connect(t.host, **opts), t.connect_timeout + 2)
         except asyncssh.HostKeyNotVerifiable as e:
             client = made[-1] if made else None
             raise HostKeyError(refusal_message(t.name, t.host, t.known_hosts, client, e)) from None
@@ -223,7 +224,7 @@ class SshLink:
             sftp: asyncssh.SFTPClient | None
             note(self.target.name, "sftp", "start")
             try:
-                sftp = await asyncio.wait_for(conn.start_sftp_client(), self.target.connect_timeout)
+                sftp = await within(conn.start_sftp_client(), self.target.connect_timeout)
             except (asyncssh.Error, OSError, TimeoutError):
                 sftp = None
             self._sftp, self._sftp_conn = sftp, conn
@@ -247,5 +248,5 @@ class SshLink:
         if conn is not None:
             conn.close()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.wait_closed(), 2)
+                await within(conn.wait_closed(), 2)
         self._set_state(Connection.UNREACHABLE, "closed")

@@ -55,6 +55,7 @@ from app.services.transport import (
     spawn_args,
 )
 from app.services.types import FileInfo, HostStats, RunResult
+from app.services.waits import within
 from app.services.write_errors import DIAGNOSE_SCRIPT, diagnosed_cause, sftp_cause, stderr_cause
 
 # OpenSSH's default MaxSessions is 10 per connection; long-lived tails and SFTP use some, so short commands
@@ -381,7 +382,7 @@ class SshTransport(Transport):
         if agent is None or agent.environment is None:
             return None
         try:
-            ans = await asyncio.wait_for(asyncio.shield(agent.environment), 30)
+            ans = await within(asyncio.shield(agent.environment), 30)
         except (TransportError, TimeoutError):
             return None
         return RunResult(ans.rc, bytes(ans.out), bytes(ans.err))

@@ -43,3 +43,15 @@ async def test_a_follower_poked_as_it_is_cancelled_ends() -> None:
     t.cancel()
     done, _ = await asyncio.wait({t}, timeout=5)
     assert done and t.cancelled()
+
+
+def test_no_module_of_the_app_uses_asyncio_wait_for() -> None:
+    """Every time bound in app/ goes through `within` (3.11's wait_for can lose a cancel, waits.py)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "app"
+    users = [
+        p.name for p in root.rglob("*.py") if "asyncio.wait_for(" in p.read_text() or "import wait_for" in p.read_text()
+    ]
+    assert not users, f"asyncio.wait_for used in {users}; use app.services.waits.within"
+    assert sum(1 for _ in root.rglob("*.py")) > 50  # the walk saw the package
