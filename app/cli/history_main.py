@@ -13,8 +13,8 @@ import asyncio
 from collections.abc import Sequence
 
 from app.cli import history_cmds
+from app.cli.exits import exit_code
 from app.config import config_named_by, load_config, resolve_config_path
-from app.errors import ConfigError, HerdError
 
 
 def is_history(argv: Sequence[str]) -> bool:
@@ -36,24 +36,11 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--config", metavar="PATH")
     history_cmds.add_parsers(parser.add_subparsers(dest="command", metavar="COMMAND"))
     args = parser.parse_args(argv)
-    try:
+
+    def run() -> int:
         config = load_config(resolve_config_path(args.config), named_by=config_named_by(args.config))
         from app.cli.context import CliContext
 
         return int(asyncio.run(history_cmds.cmd_history(CliContext(config), args)))
-    except KeyboardInterrupt:
-        return 130
-    except ConfigError as e:
-        _err(str(e))
-        return 2
-    except HerdError as e:
-        from app.cli.wording import say
 
-        _err(say(e))
-        return 1
-
-
-def _err(msg: str) -> None:
-    from app.cli.output import err
-
-    err(msg)
+    return exit_code(run)

@@ -19,10 +19,10 @@ from app.cli import (
     top_cmds,
 )
 from app.cli.context import CliContext
+from app.cli.exits import exit_code
 from app.cli.output import err
-from app.cli.wording import say
 from app.config import Config, config_named_by, load_config, resolve_config_path
-from app.errors import ConfigError, HerdError
+from app.errors import ConfigError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,18 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         args.func, args.sync = dashboard_cmds.cmd_dashboard, True
     ctx = CliContext(config)
-    try:
-        if getattr(args, "sync", False):
-            return int(args.func(config, args))
-        return int(asyncio.run(args.func(ctx, args)))
-    except KeyboardInterrupt:
-        return 130
-    except ConfigError as e:
-        err(str(e))
-        return 2
-    except HerdError as e:
-        err(say(e))
-        return 1
+    if getattr(args, "sync", False):
+        return exit_code(lambda: int(args.func(config, args)))
+    return exit_code(lambda: int(asyncio.run(args.func(ctx, args))))
 
 
 if __name__ == "__main__":
