@@ -23,7 +23,6 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 import asyncssh
 
 from app.services import probes
-from app.services.bounded import MAX_LOG_LINE, LineSplitter, log_text
 from app.services.errors import TransportError, WriteFailed
 from app.services.remote_trace import note
 from app.services.sftp_write import sftp_write
@@ -41,12 +40,10 @@ from app.services.ssh_scripts import (
     RENAME_SCRIPT,
     START_TIME_SCRIPT,
     STAT_SCRIPT,
-    TAIL_CHUNK,
-    TAIL_SCRIPT,
-    TAIL_WINDOW,
     TREE_SCRIPT,
     WRITE_SCRIPT,
 )
+from app.services.ssh_tail import follow_log
 from app.services.transport import (
     Transport,
     expand_template,
@@ -415,37 +412,13 @@ class SshTransport(Transport):
     # ---- following and measuring ----
 
     async def tail_chunks(self, path: str, *, lines: int = 200) -> AsyncIterator[list[str]]:
-        """Yields the last lines and follows. Ends with TransportError if the link drops (the caller decides
-        whether to tail again: lines written during the gap cannot be told apart from old ones).
-
-        The tail has its own ssh channel, with its own flow-control window (TAIL_WINDOW): when we read slower than
-        the log grows, that window fills and the remote `tail` blocks on its pipe, while the other channels of the
-        connection (router events, commands) keep flowing, behind at most one window of log."""
+        """Yields the last lines and follows (ssh_tail.py). Ends with TransportError if the link drops (the caller
+        decides whether to tail again: lines written during the gap cannot be told apart from old ones)."""
         conn = await self.ensure_connected()
-        cmd = shlex.join(["sh", "-c", TAIL_SCRIPT, "sh", str(max(0, int(lines))), path])
-        note(self.name, "session", "tail")
-        try:
-            proc = await conn.create_process(cmd, encoding=None, stderr=asyncssh.DEVNULL, window=TAIL_WINDOW)
-        except (asyncssh.Error, OSError) as e:
-            raise TransportError(f"{self.name}: cannot follow {path}: {describe(e)}") from None
-        splitter = LineSplitter(MAX_LOG_LINE)  # never holds more than one bounded unfinished line
-        try:
-            while True:
-                try:
-                    data = await proc.stdout.read(TAIL_CHUNK)
-                except (asyncssh.Error, OSError) as e:
-                    raise TransportError(f"{self.name}: following {path} stopped: {describe(e)}") from None
-                if not data:
-                    break
-                done = [log_text(raw.removesuffix(b"\r"), cut) for raw, cut in splitter.feed(data)]
-                if done:
-                    yield done
-            if not self._link.closed:
-                raise TransportError(f"{self.name}: following {path} stopped: the connection was lost")
-        finally:
-            with contextlib.suppress(Exception):
-                proc.stdin.write_eof()  # the remote wrapper stops tail when its stdin closes
-            proc.close()
+        # aclosing: closing this generator closes the tail's channel at once, not when the inner one is collected
+        async with contextlib.aclosing(follow_log(conn, self.name, path, lines, lambda: self._link.closed)) as chunks:
+            async for chunk in chunks:
+                yield chunk
 
     async def host_stats(self) -> HostStats:
         res = await self._sh(probes.HOST_STATS_SCRIPT, what="host stats")
