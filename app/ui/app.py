@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import events, work
-from textual.app import App
+from textual.app import App, ScreenStackError
 from textual.binding import Binding
-from textual.notifications import SeverityLevel
+from textual.css.query import NoMatches
+from textual.notifications import Notification, Notify, SeverityLevel
 from textual.screen import Screen
 from textual.scrollbar import ScrollBar, ScrollBarRender
+from textual.widgets._toast import ToastRack
 from textual.worker import Worker, WorkerState
 
 from app.config import Config
@@ -36,6 +38,7 @@ from app.ui.live import LiveFeed
 from app.ui.palette import HerdCommands
 from app.ui.state import HerdState
 from app.ui.styles_cache_fix import install as keep_no_dead_styles_caches
+from app.ui.toast_bound import drop_oldest
 from app.ui.why_not import why_not
 
 MAX_BATCH = 5000  # events taken off the queue in one go
@@ -200,6 +203,18 @@ class HerdApp(App[int]):
         paths and remote error text; as markup, "Saved [tiny-a]" lost its name and a path with `[/x]` raised
         MarkupError and took the dashboard down. `markup` is accepted for Textual's signature and ignored."""
         super().notify(visible_lines(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
+
+    def _on_notify(self, event: Notify) -> None:
+        """Textual keeps every notification until its timeout; past MAX_TOASTS the oldest go (toast_bound.py)."""
+        self._notifications.add(event.notification)
+        drop_oldest(self._notifications, self._drop_notification)
+        self._refresh_notifications()
+
+    def _drop_notification(self, n: Notification) -> None:
+        self._unnotify(n, refresh=False)
+        # Its toast's holder goes too: Textual's rack removes a stale toast but leaves its holder behind for good.
+        with contextlib.suppress(NoMatches, ScreenStackError):
+            self.screen.get_child_by_type(ToastRack).get_child_by_id(ToastRack._toast_id(n)).remove()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place an unexpected worker failure surfaces: as a notification, not a crash."""
