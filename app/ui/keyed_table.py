@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
+from operator import attrgetter, itemgetter
 from typing import Any, ClassVar
 
-from rich.cells import cell_len
 from textual import events
 from textual.actions import SkipAction
 from textual.binding import Binding, BindingType
@@ -26,6 +26,9 @@ from app.ui.table_rows import Col, Row, RowDiff, diff_rows, width_of
 from app.ui.vtable import VirtualTable
 
 CellsOf = tuple[ModelInfo, tuple[int, bool, ModelActivity | None, str], Row]
+
+
+_TEXT = attrgetter("text")
 
 
 def _less(counts: Counter[int], width: int) -> None:
@@ -57,6 +60,7 @@ class KeyedTable(VirtualTable):
         """Per column, how many rows have a cell of each width: a column is as wide as its widest cell now, so it
         narrows again when that cell narrows or goes (a "loading  42% ██▌··" badge widened status for good)."""
         self._shape_done: tuple[int, bool] | None = None
+        self._last_shape: tuple[int, bool, ModelActivity | None, str] = (0, False, None, "")
 
     def on_mount(self) -> None:
         self._show_sort()
@@ -104,10 +108,11 @@ class KeyedTable(VirtualTable):
         for key in changed:
             rows[key] = desired[key]
         if diff.add:
+            added = [row for _, row in diff.add]
             for i, column in enumerate(counts):  # column by column: 20,000 rows are added at once
-                # width_of inline: a call per cell was a fifth of adding 20,000 rows
-                texts = (row[i].text for _, row in diff.add)
-                column.update(len(t) if t.isascii() and t.isprintable() else cell_len(t) for t in texts)
+                # Each distinct text measured once (many rows show the same size or status), counted in C.
+                for text, n in Counter(map(_TEXT, map(itemgetter(i), added))).items():
+                    column[width_of(text)] += n
             rows.update(diff.add)  # appended: rows sorting equal keep the order they came in
         # Widths are set at once, not left to a later idle: a paint in between drew new rows at the old widths.
         self.set_widths([max(label.cell_len, max(c, default=0)) for label, c in zip(self.labels, counts, strict=True)])
@@ -141,11 +146,15 @@ class KeyedTable(VirtualTable):
         """model_cells, remembered per row: the fleet hands the same ModelInfo objects back for models that did
         not change, and rebuilding 500 rows on every flush was most of a burst's cost."""
         k = key or m.id
+        shape = (id_width, narrow, act, why)
         hit = self._cell_cache.get(k)
-        if hit is not None and hit[0] is m and hit[1] == (id_width, narrow, act, why):
+        if hit is not None and hit[0] is m and hit[1] == shape:
             return hit[2]
+        if shape == self._last_shape:
+            shape = self._last_shape  # one tuple for the rows of one shape, not one per row
+        self._last_shape = shape
         row = model_cells(m, g, id_width, narrow, act, why)
-        self._cell_cache[k] = (m, (id_width, narrow, act, why), row)
+        self._cell_cache[k] = (m, shape, row)
         return row
 
     def show_row(self, key: str) -> None:
