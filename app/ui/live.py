@@ -16,8 +16,8 @@ from app.services.types import FleetEvent, ModelsChanged, ModelsUpdated
 from app.ui.state import Changes, HerdState
 
 FLUSH_INTERVAL = 0.05  # at most 20 paints a second from fleet events, however fast they come
-# Keys first: a fleet paint redraws every visible cell (DataTable's render caches are keyed by its update count), so
-# during a burst a key press waited for that paint and then for its own. Fleet paints wait INPUT_QUIET after a key,
+# Keys first: a fleet paint that reorders or widens the table draws every visible line again, so during a burst a
+# key press waited for that paint and then for its own. Fleet paints wait INPUT_QUIET after a key,
 # but never hold a change back longer than MAX_DEFER.
 INPUT_QUIET = 0.12
 MAX_DEFER = 0.3

@@ -30,11 +30,15 @@ from textual.renderables.styled import Styled
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from app.ui.table_rows import Col, Row, SortCell
+from app.ui.table_rows import CellSpec, Col, Row, SortCell
 
 LINE_RENDERS = 300
 """Bound of the drawn-lines cache: a few screens' worth (a line is kept per row, cursor/hover state and look; a
 line of an older look or order is never hit again, so more would only hold memory)."""
+
+CELL_RENDERS = 2000
+"""Bound of the drawn-cells cache: cells are drawn without their row's meta, so the cells many rows share (a size,
+a "no", an empty activity) are drawn once per look; a few screens' worth of the others."""
 
 HEADER = -1
 """Row index of the header line."""
@@ -167,6 +171,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._hover_row = HEADER - 1
         self._show_hover = False
         self._lines: LRUCache[tuple[object, ...], tuple[Row | None, Strip]] = LRUCache(LINE_RENDERS)
+        self._cells: LRUCache[tuple[object, ...], list[Segment]] = LRUCache(CELL_RENDERS)
         self._geometry = 0  # bumped when a column's width changes: every drawn line is stale
         self._look: tuple[object, ...] = ()
         self._styled_as: tuple[str, frozenset[str], frozenset[str]] | None = None
@@ -399,14 +404,14 @@ class VirtualTable(ScrollView, can_focus=True):
         header = index == HEADER
         row_style = self.get_component_styles("vtable--header").rich_style if header else base
         component, post = self._cell_styles(header, hover, cursor)
-        cells: Sequence[Text] = self.labels if row is None else [SortCell(c) for c in row]
-        console = self.app.console
-        options = self.app.console_options.update_dimensions(1, 1).update(no_wrap=True)
+        cells: Sequence[CellSpec | int] = range(len(self.cols)) if row is None else row  # the header: by column
         segments: list[Segment] = []
         for column, (cell, content) in enumerate(zip(cells, self.col_widths, strict=True)):
-            style = row_style + Style.from_meta({"row": index, "column": column})
-            styled = Styled(Padding(cell, (0, 1)), pre_style=style + component, post_style=post)
-            segments += console.render_lines(styled, options.update_width(content + 2))[0]
+            # Drawn without the meta (so equal cells of any row are drawn once), which is then added to each part:
+            # the meta carries no colour, so the styles are those of drawing it with the meta.
+            meta = Style.from_meta({"row": index, "column": column})
+            drawn = self._drawn_cell(cell, content + 2, row_style + component, post)
+            segments += [Segment(text, style + meta if style else meta) for text, style, _ in drawn]
         width = self.size.width
         extend, _ = self._cell_styles(header, hover, cursor, css_foreground=False)
         extend = row_style + extend + Style.from_meta({"row": index, "column": 0, "out_of_bounds": True})
@@ -414,6 +419,19 @@ class VirtualTable(ScrollView, can_focus=True):
         x1 = int(self.scroll_x)
         cropped = line_crop(segments, x1, x1 + width, width)
         return Strip(cropped).adjust_cell_length(width, base).simplify()
+
+    def _drawn_cell(self, cell: CellSpec | int, width: int, pre: Style, post: Style) -> list[Segment]:
+        """A cell (or the label of column `cell`) as DataTable draws one: padded by one on each side, under the
+        row's and cursor's styles."""
+        key = (cell, width, pre, post)
+        hit = self._cells.get(key)
+        if hit is None:
+            text = self.labels[cell] if isinstance(cell, int) else SortCell(cell)
+            options = self.app.console_options.update_dimensions(width, 1).update(no_wrap=True)
+            styled = Styled(Padding(text, (0, 1)), pre_style=pre, post_style=post)
+            hit = self.app.console.render_lines(styled, options)[0]
+            self._cells[key] = hit
+        return hit
 
     def _cell_styles(self, header: bool, hover: bool, cursor: bool, css_foreground: bool = True) -> tuple[Style, Style]:
         """DataTable's _get_styles_to_render_cell for a row cursor (the component style, and the foreground that
@@ -439,4 +457,5 @@ class VirtualTable(ScrollView, can_focus=True):
         if generation != self._styled_as:
             self._styled_as = generation
             self._lines.clear()
+            self._cells.clear()
         self.refresh()

@@ -1,5 +1,6 @@
 """VirtualTable paints what DataTable painted for the same cells (segments, styles and the mouse meta they carry),
-focused or not, as rows change, go and come and the cursor moves; its drawn-lines cache stays within its bound."""
+focused or not, as rows change, go and come, the cursor moves and it scrolls; its caches of drawn lines and cells
+stay within their bounds."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
 from app.ui.table_rows import CellSpec, Col, Row, width_of
-from app.ui.vtable import LINE_RENDERS, VirtualTable
+from app.ui.vtable import CELL_RENDERS, LINE_RENDERS, VirtualTable
 
 COLS = (Col("model", "model"), Col("status", "status"), Col("size", "size"))
 
@@ -115,3 +116,8 @@ async def test_its_drawn_lines_stay_within_their_bound() -> None:
             virtual.set_order(order[i % 30 :] + order[: i % 30])
             await pilot.pause()
         assert len(virtual._lines) == LINE_RENDERS, "not driven past the bound"
+        for i in range(60):  # the distinct cells (~40) drawn again at new widths: 60 x 40 > CELL_RENDERS
+            virtual.set_widths([12 + i] * 3)
+            await pilot.pause()
+        assert len(virtual._cells) == CELL_RENDERS, "not driven past the bound"
+        assert len(virtual._lines) == LINE_RENDERS
