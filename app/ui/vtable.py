@@ -175,6 +175,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._geometry = 0  # bumped when a column's width changes: every drawn line is stale
         self._look: tuple[object, ...] = ()
         self._styled_as: tuple[str, frozenset[str], frozenset[str]] | None = None
+        self._scroll_due = False
 
     # ---- reading ----
 
@@ -272,12 +273,17 @@ class VirtualTable(ScrollView, can_focus=True):
             self.post_message(self.RowHighlighted(self, self.cursor_row, key))
 
     def _scroll_cursor_into_view(self, animate: bool = False) -> None:
-        if not self.size.height:  # not laid out yet (a table just shown): after its first layout
-            self.call_after_refresh(self._scroll_cursor_into_view, animate)
+        if not self.size.height:  # hidden, or not laid out yet (a table just shown): once it has a size
+            self._scroll_due = True
             return
+        self._scroll_due = False
         width = max(self.size.width, self.table_width)
         region = Region(int(self.scroll_x), self.cursor_row + 1, width, 1)
         self.scroll_to_region(region, animate=animate, spacing=Spacing(1, 0, 0, 0), force=True)
+
+    def on_resize(self, _: events.Resize) -> None:
+        if self._scroll_due and self.size.height:
+            self.call_after_refresh(self._scroll_cursor_into_view)
 
     def _set_hover(self, active: bool) -> None:
         if active != self._show_hover:

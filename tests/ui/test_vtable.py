@@ -9,6 +9,7 @@ from textual.widgets import DataTable
 
 from app.ui.table_rows import CellSpec, Col, Row, width_of
 from app.ui.vtable import CELL_RENDERS, LINE_RENDERS, VirtualTable
+from tests.ui.screen import wait_for
 
 COLS = (Col("model", "model"), Col("status", "status"), Col("size", "size"))
 
@@ -23,6 +24,13 @@ ROWS = {f"k{i}": row(i) for i in range(30)}
 
 
 class Two(App[None]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.selected: list[str] = []
+
+    def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
+        self.selected.append(event.row_key)
+
     def compose(self) -> ComposeResult:
         yield VirtualTable(COLS, id="virtual")
         yield DataTable[CellSpec](id="data", cursor_type="row")
@@ -121,3 +129,37 @@ async def test_its_drawn_lines_stay_within_their_bound() -> None:
             await pilot.pause()
         assert len(virtual._cells) == CELL_RENDERS, "not driven past the bound"
         assert len(virtual._lines) == LINE_RENDERS
+
+
+async def test_a_cursor_moved_while_hidden_is_scrolled_to_once_shown() -> None:
+    app = Two()
+    async with app.run_test(size=(60, 80)) as pilot:
+        virtual = app.query_one(VirtualTable)
+        virtual.styles.height = 12
+        virtual.rows_now = dict(ROWS)
+        fit(virtual)
+        virtual.set_order(list(ROWS))
+        virtual.display = False
+        await pilot.pause()
+        virtual.move_cursor(row=25)  # as the fleet view's table is, before `f` shows it
+        await pilot.pause()
+        virtual.display = True
+        await wait_for(pilot, lambda: virtual.scroll_y > 0)
+        assert virtual.scroll_y <= 25 < virtual.scroll_y + 11  # the cursor's row is among the 11 shown
+
+
+async def test_a_click_moves_the_cursor_and_a_second_one_selects() -> None:
+    app = Two()
+    selected = app.selected
+    async with app.run_test(size=(60, 80)) as pilot:
+        virtual = app.query_one(VirtualTable)
+        virtual.rows_now = dict(ROWS)
+        fit(virtual)
+        virtual.set_order(list(ROWS))
+        await pilot.pause()
+        await pilot.click(VirtualTable, offset=(3, 4))  # the header is line 0: row 3
+        assert virtual.cursor_key() == "k3" and selected == []
+        await pilot.click(VirtualTable, offset=(3, 4))
+        await wait_for(pilot, lambda: selected == ["k3"])
+        await pilot.click(VirtualTable, offset=(3, 0))  # the header: no row
+        assert virtual.cursor_key() == "k3"
