@@ -48,13 +48,14 @@ def _int_or_none(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _strs(v: Any, same: dict[str, str] | None = None) -> tuple[str, ...]:
-    """The strings of a list; with `same`, each string once per reply (see parse_models)."""
+def _strs(v: Any, same: dict[Any, Any] | None = None) -> tuple[str, ...]:
+    """The strings of a list; with `same`, each string and each such list once per reply (see parse_models)."""
     if not isinstance(v, list):
         return ()
     if same is None:
         return tuple(x for x in v if isinstance(x, str))
-    return tuple(same.setdefault(x, x) for x in v if isinstance(x, str))
+    strs = tuple(same.setdefault(x, x) for x in v if isinstance(x, str))
+    return same.setdefault(strs, strs)  # type: ignore[no-any-return]
 
 
 def parse_progress(v: Any) -> LoadProgress | None:
@@ -68,7 +69,7 @@ def parse_progress(v: Any) -> LoadProgress | None:
     )
 
 
-def parse_model(entry: Any, where: str = "GET /models", same: dict[str, str] | None = None) -> ModelInfo:
+def parse_model(entry: Any, where: str = "GET /models", same: dict[Any, Any] | None = None) -> ModelInfo:
     if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
         raise BadAnswer(f"{where}: expected a model object with an 'id', got {_short(entry)}")
     status = entry.get("status")
@@ -100,11 +101,11 @@ def parse_models(body: Any) -> list[ModelInfo]:
         raise BadAnswer(f'GET /models: expected {{"data": [...]}}, got {_short(body)}')
     # Models share most of their arguments (flags, a models directory, often a file): JSON gives each its own copy
     # of every string, and at 20,000 models those copies were ~20 MB. Each distinct string is kept once per reply.
-    same: dict[str, str] = {}
+    same: dict[Any, Any] = {}
     return [parse_model(e, same=same) for e in body["data"]]
 
 
-def _one(text: str, same: dict[str, str] | None) -> str:
+def _one(text: str, same: dict[Any, Any] | None) -> str:
     return text if same is None else same.setdefault(text, text)
 
 
