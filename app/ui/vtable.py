@@ -31,6 +31,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from app.ui.table_rows import CellSpec, Col, Row, SortCell
+from app.ui.vtable_look import COMPONENT_CLASSES, LOOK, cell_styles
 
 LINE_RENDERS = 300
 """Bound of the drawn-lines cache: a few screens' worth (a line is kept per row, cursor/hover state and look; a
@@ -67,59 +68,8 @@ class VirtualTable(ScrollView, can_focus=True):
         Binding("end", "scroll_end", "End", show=False),
     ]
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "vtable--cursor",
-        "vtable--hover",
-        "vtable--header",
-        "vtable--header-cursor",
-        "vtable--header-hover",
-    }
-
-    # DataTable's look (its DEFAULT_CSS, the parts a row-cursor table without zebra stripes uses).
-    DEFAULT_CSS = """
-    VirtualTable {
-        background: $surface;
-        color: $foreground;
-        height: auto;
-        max-height: 100%;
-
-        &:focus {
-            background-tint: $foreground 5%;
-            & > .vtable--cursor {
-                background: $block-cursor-background;
-                color: $block-cursor-foreground;
-                text-style: $block-cursor-text-style;
-            }
-            & > .vtable--header {
-                background-tint: $foreground 5%;
-            }
-        }
-        & > .vtable--header {
-            text-style: bold;
-            background: $panel;
-            color: $foreground;
-        }
-        &:ansi > .vtable--header {
-            background: ansi_bright_blue;
-            color: ansi_default;
-        }
-        & > .vtable--cursor {
-            background: $block-cursor-blurred-background;
-            color: $block-cursor-blurred-foreground;
-            text-style: $block-cursor-blurred-text-style;
-        }
-        & > .vtable--header-cursor {
-            background: $accent-darken-1;
-            color: $foreground;
-        }
-        & > .vtable--header-hover {
-            background: $accent 30%;
-        }
-        & > .vtable--hover {
-            background: $block-hover-background;
-        }
-    }
-    """
+    COMPONENT_CLASSES: ClassVar[set[str]] = set(COMPONENT_CLASSES)
+    DEFAULT_CSS = LOOK
 
     class RowHighlighted(Message):
         """The cursor is on another row (or the row under it changed)."""
@@ -409,7 +359,7 @@ class VirtualTable(ScrollView, can_focus=True):
         base = self.rich_style
         header = index == HEADER
         row_style = self.get_component_styles("vtable--header").rich_style if header else base
-        component, post = self._cell_styles(header, hover, cursor)
+        component, post = cell_styles(self.get_component_rich_style, header, hover, cursor)
         cells: Sequence[CellSpec | int] = range(len(self.cols)) if row is None else row  # the header: by column
         segments: list[Segment] = []
         for column, (cell, content) in enumerate(zip(cells, self.col_widths, strict=True)):
@@ -419,7 +369,7 @@ class VirtualTable(ScrollView, can_focus=True):
             drawn = self._drawn_cell(cell, content + 2, row_style + component, post)
             segments += [Segment(text, style + meta if style else meta) for text, style, _ in drawn]
         width = self.size.width
-        extend, _ = self._cell_styles(header, hover, cursor, css_foreground=False)
+        extend, _ = cell_styles(self.get_component_rich_style, header, hover, cursor, css_foreground=False)
         extend = row_style + extend + Style.from_meta({"row": index, "column": 0, "out_of_bounds": True})
         segments.append(Segment(" " * max(0, width - self.table_width), extend))
         x1 = int(self.scroll_x)
@@ -438,22 +388,6 @@ class VirtualTable(ScrollView, can_focus=True):
             hit = self.app.console.render_lines(styled, options)[0]
             self._cells[key] = hit
         return hit
-
-    def _cell_styles(self, header: bool, hover: bool, cursor: bool, css_foreground: bool = True) -> tuple[Style, Style]:
-        """DataTable's _get_styles_to_render_cell for a row cursor (the component style, and the foreground that
-        wins over a cell's own when the cursor is on it)."""
-        get = self.get_component_rich_style
-        component = Style()
-        if hover:
-            component += get("vtable--hover")
-            if header:
-                component += get("vtable--header-hover")
-        if cursor:
-            component += get("vtable--cursor")
-            if header:
-                component += get("vtable--header-cursor")
-        post = Style.from_color(color=component.color) if css_foreground else Style.null()
-        return component, post
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
