@@ -67,6 +67,7 @@ async def main(n_models: int, n_events: int) -> None:
             await painted.wait()
             t_paint = time.perf_counter()
             cpu_paint = time.process_time() - c0
+            rss_paint = psutil.Process().memory_info().rss
             print(
                 f"first full paint of {n_models} rows: {(t_paint - t0) * 1000:.0f} ms from start "
                 f"(app mounted {(t_mount - t0) * 1000:.0f} ms, the list in the fleet at {(listed[0] - t0) * 1000:.0f}"
@@ -156,7 +157,10 @@ async def main(n_models: int, n_events: int) -> None:
         f"CPU {fleet_cpu * 1000:.0f} ms)"
     )
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (2 cores; figures under shared load)")
-    print(f"RSS of the dashboard process (app + bench) with {n_models} models: {rss / 2**20:.0f} MB")
+    print(
+        f"RSS of the dashboard process (app + bench) with {n_models} models: {rss / 2**20:.0f} MB "
+        f"(after the first paint, before the burst and the fleet view: {rss_paint / 2**20:.0f} MB)"
+    )
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from app.services.logs import LogAttributor
 from app.services.model_fold import first_sight, fold_list, fold_router_gone, fold_status
 from app.services.router_api import RouterClient
 from app.services.routers import RouterManager, RouterRecord, RouterStatus
-from app.services.ssh_transport import SshTransport
 from app.services.stats_rounds import next_round
 from app.services.transport import Transport
 from app.services.types import (
@@ -65,6 +64,10 @@ Emit = Callable[[FleetEvent], None]
 def make_transport(cfg: MachineConfig) -> Transport:
     if cfg.is_local:
         return LocalTransport(cfg.name)
+    # Imported here: asyncssh and its crypto are ~15 MB and ~0.1 s of start-up that a fleet of local machines
+    # never uses.
+    from app.services.ssh_transport import SshTransport
+
     return SshTransport(
         cfg.name,
         cfg.host,

@@ -48,10 +48,14 @@ def _int_or_none(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _strs(v: Any) -> tuple[str, ...]:
-    if isinstance(v, list):
+def _strs(v: Any, same: dict[Any, Any] | None = None) -> tuple[str, ...]:
+    """The strings of a list; with `same`, each string and each such list once per reply (see parse_models)."""
+    if not isinstance(v, list):
+        return ()
+    if same is None:
         return tuple(x for x in v if isinstance(x, str))
-    return ()
+    strs = tuple(same.setdefault(x, x) for x in v if isinstance(x, str))
+    return same.setdefault(strs, strs)  # type: ignore[no-any-return]
 
 
 def parse_progress(v: Any) -> LoadProgress | None:
@@ -65,7 +69,7 @@ def parse_progress(v: Any) -> LoadProgress | None:
     )
 
 
-def parse_model(entry: Any, where: str = "GET /models") -> ModelInfo:
+def parse_model(entry: Any, where: str = "GET /models", same: dict[Any, Any] | None = None) -> ModelInfo:
     if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
         raise BadAnswer(f"{where}: expected a model object with an 'id', got {_short(entry)}")
     status = entry.get("status")
@@ -79,12 +83,12 @@ def parse_model(entry: Any, where: str = "GET /models") -> ModelInfo:
         state=state_of(status.get("value"), exit_code),
         aliases=_strs(entry.get("aliases")),
         tags=_strs(entry.get("tags")),
-        args=_strs(status.get("args")),
+        args=_strs(status.get("args"), same),
         preset=str(status.get("preset", "")),
         exit_code=exit_code,
         failed=bool(status.get("failed", False)),
-        input_modalities=_strs(arch.get("input_modalities")) or ("text",),
-        source=str(entry.get("source", "")),
+        input_modalities=_strs(arch.get("input_modalities"), same) or ("text",),
+        source=_one(str(entry.get("source", "")), same),
         can_remove=bool(entry.get("can_remove", False)),
         n_ctx=_int_or_none(meta.get("n_ctx")),
         n_params=_int_or_none(meta.get("n_params")),
@@ -95,7 +99,14 @@ def parse_model(entry: Any, where: str = "GET /models") -> ModelInfo:
 def parse_models(body: Any) -> list[ModelInfo]:
     if not isinstance(body, dict) or not isinstance(body.get("data"), list):
         raise BadAnswer(f'GET /models: expected {{"data": [...]}}, got {_short(body)}')
-    return [parse_model(e) for e in body["data"]]
+    # Models share most of their arguments (flags, a models directory, often a file): JSON gives each its own copy
+    # of every string, and at 20,000 models those copies were ~20 MB. Each distinct string is kept once per reply.
+    same: dict[Any, Any] = {}
+    return [parse_model(e, same=same) for e in body["data"]]
+
+
+def _one(text: str, same: dict[Any, Any] | None) -> str:
+    return text if same is None else same.setdefault(text, text)
 
 
 def parse_router_props(body: Any) -> RouterProps:

@@ -38,9 +38,9 @@ class LoadProgress:
     value: float = 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModelInfo:
-    """One entry of `GET /models`."""
+    """One entry of `GET /models`. Slots: a router may list 20,000 (a __dict__ each was ~3 MB more)."""
 
     id: str
     state: ModelState

@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Static
+from textual.widgets import ContentSwitcher, Footer, Input, Static
 
 from app.services.binary import HOW_TO_GET
 from app.services.errors import HerdError
@@ -40,6 +40,7 @@ from app.ui.prompt import Prompt
 from app.ui.reason_cells import reason_note, reason_notes
 from app.ui.state import Changes
 from app.ui.unreachable import UnreachableNotices, unreachable_sentence
+from app.ui.vtable import VirtualTable
 from app.ui.watchers import prune_closed_watchers
 
 if TYPE_CHECKING:
@@ -304,11 +305,11 @@ class DashboardScreen(DashboardActions, Screen[None]):
         if 0 <= index < len(names):
             self.select_machine(names[index])
 
-    @on(DataTable.RowHighlighted)
-    def _row_moved(self, event: DataTable.RowHighlighted) -> None:
+    @on(VirtualTable.RowHighlighted)
+    def _row_moved(self, event: VirtualTable.RowHighlighted) -> None:
         target = self.target()
         if target is not None:
-            if self.fleet_view and event.data_table is self.fleet_table and target[0] != self.selected_machine:
+            if self.fleet_view and event.table is self.fleet_table and target[0] != self.selected_machine:
                 self.select_machine(target[0])  # the log and the machine's highlight follow the fleet's cursor
             self.logs.current_model = target[1]
         self.update_bindings()

@@ -31,6 +31,7 @@ class FleetTable(KeyedTable):
         self.down: frozenset[str] = frozenset()
         self.activity: Mapping[str, Mapping[str, ModelActivity]] = {}
         self.border_title = "fleet: every model on every machine"
+        self._machine_text: dict[tuple[str, str], str] = {}
 
     def show(
         self,
@@ -64,9 +65,10 @@ class FleetTable(KeyedTable):
             shape = self._shape()
             for machine, model in only:
                 m = by_id.get(machine, {}).get(model)
-                row = self._row(machine, m, *shape) if m is not None else None
+                key = fleet_key(machine, model)
+                row = self._row(key, machine, m, *shape) if m is not None else None
                 if row is not None:
-                    rows[fleet_key(machine, model)] = row
+                    rows[key] = row
             self.apply_rows(rows, keys)
             return
         self.refresh_rows()
@@ -74,28 +76,38 @@ class FleetTable(KeyedTable):
     def _shape(self) -> tuple[int, bool, Glyphs]:
         return max(8, self.id_width - 10), self.narrow, self.glyphs  # the size is asked once, not per row
 
-    def _row(self, machine: str, m: ModelInfo, w: int, narrow: bool, g: Glyphs) -> Row | None:
-        if not (matches(m, self.filter_text) or self.filter_text.lower() in machine.lower()):
+    def _row(self, key: str, machine: str, m: ModelInfo, w: int, narrow: bool, g: Glyphs) -> Row | None:
+        low_machine = self._lower(machine)
+        if not (matches(m, self.filter_text) or self.filter_text.lower() in low_machine):
             return None
-        shown = g.clip(visible(machine), 14)
+        shown = self._shown(machine, g)
         style = DIM if machine in self.down else ""
         acts = {} if machine in self.down else self.activity.get(machine, {})
-        # Sorted by machine, a machine's models keep the order of their ids.
-        mcell = CellSpec(shown, style, (machine.lower(), m.id.lower()))
-        key = fleet_key(machine, m.id)
         model, status, *rest = self.cells(m, g, w, narrow, key, acts.get(m.id))
+        low = model.sort  # the id, lowered (model_cells)
+        # Sorted by machine, a machine's models keep the order of their ids.
+        mcell = CellSpec(shown, style, (low_machine, low))
         word = self.fits.get(machine, {}).get(m.id, "")
         fit_style, rank = FIT_STYLE.get(word, ("", 4))
-        return (mcell, model, status, CellSpec(word, fit_style, (rank, m.id.lower())), *rest)
+        return (mcell, model, status, CellSpec(word, fit_style, (rank, low)), *rest)
+
+    def _lower(self, machine: str) -> str:
+        return self._machine_text.setdefault(("lower", machine), machine.lower())
+
+    def _shown(self, machine: str, g: Glyphs) -> str:
+        """A machine's name as its cells show it: one string per machine, not per row."""
+        return self._machine_text.setdefault(("shown", machine), g.clip(visible(machine), 14))
 
     def desired_rows(self) -> dict[str, Row]:
         out: dict[str, Row] = {}
         shape = self._shape()
+        self._machine_text.clear()
         for machine, models in self.sources.items():
             for m in models:
-                row = self._row(machine, m, *shape)
+                key = fleet_key(machine, m.id)
+                row = self._row(key, machine, m, *shape)
                 if row is not None:
-                    out[fleet_key(machine, m.id)] = row
+                    out[key] = row
         return out
 
     def selected(self) -> tuple[str, str] | None:

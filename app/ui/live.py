@@ -13,11 +13,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
 from app.services.types import FleetEvent, ModelsChanged, ModelsUpdated
+from app.ui.heap import BIG_LIST, give_back
 from app.ui.state import Changes, HerdState
 
 FLUSH_INTERVAL = 0.05  # at most 20 paints a second from fleet events, however fast they come
-# Keys first: a fleet paint redraws every visible cell (DataTable's render caches are keyed by its update count), so
-# during a burst a key press waited for that paint and then for its own. Fleet paints wait INPUT_QUIET after a key,
+# Keys first: a fleet paint that reorders or widens the table draws every visible line again, so during a burst a
+# key press waited for that paint and then for its own. Fleet paints wait INPUT_QUIET after a key,
 # but never hold a change back longer than MAX_DEFER.
 INPUT_QUIET = 0.12
 MAX_DEFER = 0.3
@@ -53,6 +54,7 @@ class LiveFeed:
         self._last_flush = 0.0
         self._input_at = -1.0
         self._due_since = 0.0
+        self._trim_due = False
         self._unpainted: dict[str, set[str]] = {}
         """Per machine, the models whose state changed since the last paint."""
 
@@ -73,6 +75,9 @@ class LiveFeed:
         if changes:
             self.flushes += 1
             self.paint(changes)
+        if self._trim_due:
+            self._trim_due = False
+            self.after_paint(give_back)  # the big list's decoded reply is garbage by now
 
     # ---- inside ----
 
@@ -89,6 +94,7 @@ class LiveFeed:
             self._backlog.popleft()
             if isinstance(ev, ModelsChanged | ModelsUpdated):
                 self._note_transitions(ev)
+                self._trim_due = self._trim_due or (isinstance(ev, ModelsChanged) and len(ev.models) >= BIG_LIST)
             self._pending = self._pending.merge(self.state.apply([ev], now))
         self._schedule_flush()
 

@@ -52,8 +52,8 @@ async def test_status_change_is_a_keyed_update_and_the_cursor_stays() -> None:
         table = app.dashboard.model_table
         table.move_cursor(row=table.get_row_index("llama-3.2-3b"))
         clears: list[object] = []
-        table.clear = lambda *a, **k: clears.append(a)  # type: ignore[method-assign,assignment]
-        untouched = {c.key: table.get_cell("llama-3.2-3b", c.key) for c in table.ordered_columns}
+        table.reset_rows = lambda *a, **k: clears.append(a)  # type: ignore[method-assign]
+        untouched = {c.key: table.get_cell("llama-3.2-3b", c.key) for c in table.cols}
         models = replace_model(workstation_models(), "mistral-7b", state=ModelState.LOADING)
         # "alpha-new" sorts before the cursor row and "broken" (above it) goes away: the cursor must follow its row.
         models = (*tuple(m for m in models if m.id != "broken"), ModelInfo("alpha-new", ModelState.UNLOADED))
@@ -61,9 +61,9 @@ async def test_status_change_is_a_keyed_update_and_the_cursor_stays() -> None:
         await wait_for(pilot, lambda: "loading" in statuses(app).get("mistral-7b", ""))
         assert table.cursor_key() == "llama-3.2-3b"
         assert clears == []
-        assert "broken" not in {r.key.value for r in table.ordered_rows}
+        assert "broken" not in table.order
         assert all(table.get_cell("llama-3.2-3b", k) is v for k, v in untouched.items())  # its cells not re-made
-        assert next(r.key.value for r in table.ordered_rows) == "alpha-new"  # added rows take their sorted place
+        assert table.order[0] == "alpha-new"  # added rows take their sorted place
         assert "broken" not in statuses(app)
 
 
@@ -110,7 +110,7 @@ async def test_filter_and_sort() -> None:
         await pilot.press("slash", "ctrl+u", "enter")
         assert len(app.dashboard.model_table.rows_now) == 5
         await pilot.press("o")  # sort by status: loaded first, failed and unloaded last
-        order = [r.key.value for r in app.dashboard.model_table.ordered_rows]
+        order = app.dashboard.model_table.order
         assert order[0] == "qwen2.5-coder-14b" and order[-1] == "mistral-7b"
         assert "sort: status" in str(app.dashboard.model_table.border_subtitle)
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from textual.widgets.data_table import ColumnKey
-
 from app.config import Config
 from app.services.types import LoadProgress, ModelInfo, ModelsChanged, ModelState
 from app.ui.app import HerdApp, make_app
@@ -24,7 +22,7 @@ def with_gemma(**changes: Any) -> tuple[ModelInfo, ...]:
 
 
 def width(table: KeyedTable, column: str) -> int:
-    return table.columns[ColumnKey(column)].content_width
+    return table.column_width(column)
 
 
 def status_of(app: HerdApp, model: str) -> str:
@@ -50,7 +48,7 @@ async def test_status_narrows_again_when_loading_ends() -> None:
             await wait_for(pilot, lambda: "loaded" in status_of(app, "gemma-3-4b-it"))
             await pilot.pause(0.1)
             assert width(table, "status") == settled
-            assert table.virtual_size.width == virtual  # DataTable laid out the narrower column too
+            assert table.virtual_size.width == virtual  # the narrower column laid out too
         assert "42%" not in screen_text(app)
 
 

@@ -1,6 +1,5 @@
-"""`f` (the fleet view and back) does not render the tables' cells anew: DataTable dropped every rendered cell on a
-focus change and on being shown again at the same size, though its caches are keyed by both. A theme change still
-renders them anew."""
+"""`f` (the fleet view and back) does not draw the tables' lines anew: a focus change and being shown again at the
+same size keep the drawn lines (DataTable dropped them all). A theme change still draws them anew."""
 
 from __future__ import annotations
 
@@ -14,14 +13,14 @@ from tests.ui.standin import demo_fleet
 
 
 def count_renders(table: KeyedTable, into: list[int]) -> None:
-    """Count cell renders: DataTable asks for a row's renderables only when a cell is not in its cache."""
-    original = table._get_row_renderables
+    """Count lines drawn: the table draws a line only when it is not in its cache."""
+    original = table.render_row
 
-    def counted(row_index: int) -> Any:
-        into.append(row_index)
-        return original(row_index)
+    def counted(index: int, *a: Any, **k: Any) -> Any:
+        into.append(index)
+        return original(index, *a, **k)
 
-    table._get_row_renderables = counted  # type: ignore[method-assign]
+    table.render_row = counted  # type: ignore[method-assign]
 
 
 async def test_the_fleet_view_and_back_reuse_rendered_cells_and_a_theme_change_does_not() -> None:
@@ -45,7 +44,7 @@ async def test_the_fleet_view_and_back_reuse_rendered_cells_and_a_theme_change_d
             await pilot.press("f")
             await wait_for(pilot, lambda: dash.model_table.has_focus)
             await pilot.pause(0.2)
-        assert renders == [], f"{len(renders)} cells rendered anew by the fleet view and back"
+        assert renders == [], f"{len(renders)} lines drawn anew by the fleet view and back"
 
         app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"
         await wait_for(pilot, lambda: len(renders) >= dash.model_table.row_count)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import gc
+import operator
 
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
@@ -42,11 +44,11 @@ async def test_footer_rebuilds_leave_no_widgets_behind() -> None:
 
 
 async def test_table_render_caches_stay_within_their_bounds() -> None:
-    """DataTable keys its render caches by update count, so each repaint adds entries that are never hit again."""
+    """Each drawn line is cached under its row's position: rows that come and go leave entries never hit again."""
     import dataclasses
 
     from app.services.types import ModelsChanged
-    from app.ui.models import CELL_RENDERS, LINE_RENDERS
+    from app.ui.vtable import LINE_RENDERS
     from tests.ui.standin import workstation_models
 
     fleet = demo_fleet()
@@ -55,11 +57,11 @@ async def test_table_render_caches_stay_within_their_bounds() -> None:
         table = app.dashboard.model_table
         await wait_for(pilot, lambda: len(table.rows_now) == 5)
         base = workstation_models()
-        extra = dataclasses.replace(base[0], id="zz-extra")
-        for i in range(120):  # a row that comes and goes re-renders every visible row: 120 x 5 rows > LINE_RENDERS
-            fleet.emit(ModelsChanged("workstation", (*base, extra) if i % 2 else base))
-            await pilot.pause(0.06)
-        assert len(table._line_cache) == LINE_RENDERS, "not driven past the bound"
-        assert len(table._row_render_cache) <= LINE_RENDERS
-        assert len(table._row_renderable_cache) <= LINE_RENDERS
-        assert len(table._cell_render_cache) <= CELL_RENDERS
+        for i in range(70):
+            # A first row whose id is wider each time: the model column widens, so every line is drawn again at
+            # the new widths (70 x 7 lines > LINE_RENDERS).
+            extra = dataclasses.replace(base[0], id="a" * (20 + i % 28))
+            fleet.emit(ModelsChanged("workstation", (*base, extra)))
+            await wait_for(pilot, functools.partial(operator.contains, table.rows_now, extra.id))
+            await pilot.pause()  # painted
+        assert len(table._lines) == LINE_RENDERS, "not driven past the bound"
