@@ -25,6 +25,7 @@ from app.services.bounded import MAX_LOG_LINE, log_text
 from app.services.errors import LifecycleError, RouterError
 from app.services.router_api import RouterClient
 from app.services.router_key import KEY_ENV, KEY_FILE, key_from_env, new_key, parse_key_file
+from app.services.router_look import look_argv, parse_look
 from app.services.transport import Transport, same_start
 from app.services.types import RouterState
 
@@ -140,12 +141,37 @@ class RouterManager:
         st = await self.transport.live_start_time(rec.pid)
         return st is not None and same_start(st, rec.start_time)
 
+    def ask_early(self) -> None:
+        """Over ssh: the first look (record, process, key) rides along with the connection's agent start."""
+        self.transport.ask_early(self._look_argv())
+
+    def _look_argv(self) -> list[str]:
+        return look_argv(posixpath.join("llamaherd", "routers", self.machine.router), KEY_FILE)
+
+    async def look(self) -> tuple[RouterRecord | None, bool]:
+        """The record, and whether its pid is still that process: over ssh in one request (router_look.py)."""
+        if not self.transport.is_local:
+            res = await self.transport.run(self._look_argv())
+            found = parse_look(res.returncode, res.stdout)
+            if found is not None and found.directory == await self.state_dir():
+                rec = RouterRecord.from_json(found.record) if found.record is not None else None
+                if rec is None:
+                    return None, False  # none, or damaged (a damaged record is a stale record)
+                if rec.pid == found.pid:
+                    alive = same_start(found.start_time, rec.start_time)
+                    if alive and rec.requires_key:  # what client_key would read next
+                        key = parse_key_file(found.key_file) or self.machine.api_key()
+                        self._key = ((rec.pid, rec.start_time), key)
+                    return rec, alive
+        rec = await self.read_record()
+        return rec, rec is not None and await self.is_same_process(rec)
+
     async def inspect(self) -> RouterStatus:
         """Look without changing anything: a running router, one stopped on request, one that exited, or none."""
-        rec = await self.read_record()
+        rec, alive = await self.look()
         if rec is None:
             return RouterStatus(RouterState.ABSENT, reason="no router has been started here")
-        if await self.is_same_process(rec):
+        if alive:
             starting = rec.state is RouterState.STARTING
             return RouterStatus(RouterState.STARTING if starting else RouterState.RUNNING, rec)
         if rec.state is RouterState.STOPPING:
@@ -159,10 +185,10 @@ class RouterManager:
 
         A record of a process that is gone (and was not stopped on request) is stale and is cleared.
         """
-        rec = await self.read_record()
+        rec, alive = await self.look()
         if rec is None:
             return None
-        if await self.is_same_process(rec):
+        if alive:
             if rec.state is RouterState.STOPPING:
                 return None  # on its way out
             if await self._healthy(rec.port):
@@ -178,8 +204,8 @@ class RouterManager:
         return None
 
     async def _running_and_healthy(self) -> RouterRecord | None:
-        rec = await self.read_record()
-        if rec is None or rec.state is not RouterState.RUNNING or not await self.is_same_process(rec):
+        rec, alive = await self.look()
+        if rec is None or rec.state is not RouterState.RUNNING or not alive:
             return None
         return rec if await self._healthy(rec.port) else None
 
@@ -369,8 +395,8 @@ class RouterManager:
 
     async def stop(self) -> RouterStatus:
         """Stop on request: mark the record "stopping" first, then SIGTERM, then SIGKILL after a grace period."""
-        rec = await self.read_record()
-        if rec is None or not await self.is_same_process(rec):
+        rec, alive = await self.look()
+        if rec is None or not alive:
             return replace(await self.inspect(), already=True)
         rec = replace(rec, state=RouterState.STOPPING, stopped_at=time.time())
         await self.write_record(rec)

@@ -133,6 +133,10 @@ class SshTransport(Transport):
     def round_trip(self) -> float:
         return self.agent.round_trip()
 
+    def ask_early(self, argv: Sequence[str]) -> None:
+        if argv:
+            self.agent.early.append(shlex.join(argv))
+
     async def connect(self) -> None:
         """Connect now (an explicit request skips the backoff wait)."""
         await self._link.connect()

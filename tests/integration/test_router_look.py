@@ -1,0 +1,80 @@
+"""The record, its process and its key in one request over ssh (app/services/router_look.py), against the real
+sshd; the process a record names is a real one started here (the far side is this machine). No mocks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from app.config import MachineConfig
+from app.services.router_look import parse_look
+from app.services.routers import RouterManager, RouterRecord
+from app.services.ssh_scripts import MISSING
+from app.services.types import RouterState
+from tests.helpers.processes import stop
+from tests.sshd import SshServer, ssh_transport
+
+pytestmark = pytest.mark.ssh
+
+
+@pytest.fixture
+def sleeper() -> Iterator[psutil.Process]:
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield psutil.Process(p.pid)
+    stop(p.pid)
+    p.wait()
+
+
+def record_for(p: psutil.Process, **kw: object) -> RouterRecord:
+    vals: dict[str, object] = dict(pid=p.pid, start_time=p.create_time(), port=1, program="x", preset="p", log="l")
+    vals.update(kw)
+    return RouterRecord(**vals)  # type: ignore[arg-type]
+
+
+async def test_one_request_says_record_process_and_key(
+    sshd: SshServer, tmp_path: Path, sleeper: psutil.Process
+) -> None:
+    t = ssh_transport(sshd)
+    m = RouterManager(MachineConfig(name="box", host=sshd.host, router=f"look-{tmp_path.name}"), t)
+    try:
+        assert await m.look() == (None, False)
+        rec = record_for(sleeper, requires_key=True)
+        await m.write_record(rec)
+        await t.write_file_atomic(await m.key_path(), b"sekrit-key\n")
+        before = t.agent.agent.requests if t.agent.agent else 0
+        assert await m.look() == (rec, True)
+        assert t.agent.agent is not None and t.agent.agent.requests - before == 1
+        assert await m.client_key(rec) == "sekrit-key"  # taken from the look: no request of its own
+        assert t.agent.agent.requests - before == 1
+        # the same pid with another start time is another process (a reused pid)
+        other = record_for(sleeper, start_time=sleeper.create_time() - 100, state=RouterState.STOPPING)
+        await m.write_record(other)
+        assert await m.look() == (other, False)
+        stop(sleeper.pid)  # a zombie until reaped: not the router any more
+        await m.write_record(rec)
+        assert await m.look() == (rec, False)
+        assert (await m.inspect()).state is RouterState.EXITED
+        await t.write_file_atomic(await m.record_path(), b"{not json")
+        assert await m.look() == (None, False)
+    finally:
+        await t.close()
+
+
+def test_answers_that_are_not_one_are_not_used() -> None:
+    assert parse_look(MISSING, b"/s/llamaherd/routers/r\n") is not None
+    assert parse_look(MISSING, b"two\nlines\n") is None
+    assert parse_look(1, b"") is None
+    assert parse_look(0, b"/d\n12\n100\nbtime 1\n\nnot-a-number\n{}") is None
+    assert parse_look(0, b"/d\n12\n100\nbtime 1\n\n99\nshort") is None  # a key longer than what came
+    gone = parse_look(0, b"/d\n12\n100\nbtime 1\n\n3\nkey{}")
+    assert gone is not None and gone.start_time is None and gone.key_file == b"key" and gone.record == b"{}"
+    stat = b"12 (x y) %s " + b"0 " * 18 + b"500 0 0\n"
+    live = parse_look(0, b"/d\n12\n100\nbtime 1000\n" + stat.replace(b"%s", b"S") + b"0\n{}")
+    assert live is not None and live.start_time == 1005.0
+    zombie = parse_look(0, b"/d\n12\n100\nbtime 1000\n" + stat.replace(b"%s", b"Z") + b"0\n{}")
+    assert zombie is not None and zombie.start_time is None
