@@ -20,7 +20,7 @@ from app.services.machine import Machine
 from app.services.router_api import HEALTH_BOUND, LINK_ROUND_TRIPS, RouterClient
 from app.services.routers import RouterStatus
 from app.services.textsafe import visible, visible_lines
-from app.services.types import ModelState, RouterState
+from app.services.types import HostStats, ModelState, RouterState
 
 STATUS_TIMEOUT = 10.0
 
@@ -50,14 +50,18 @@ async def machine_status(m: Machine) -> dict[str, Any]:
             first = asyncio.ensure_future(m.transport.host_stats())  # CPU % is a difference between two samples
             t0 = time.monotonic()
             client, pid = await _router_part(m, out)
-            await first
-            # Room for a slow link, known once its round trip has been measured (by the answers so far).
-            when = bound.when()
-            if when is not None:
-                bound.reschedule(when + LINK_ROUND_TRIPS * m.transport.round_trip())
-            await asyncio.sleep(max(0.0, 0.3 - (time.monotonic() - t0)))
-            parts = (_models_part(m, out, client), _rss(m, pid, out))
-            stats, _, _ = await asyncio.gather(m.transport.host_stats(), *parts)
+
+            async def second_stats() -> HostStats:
+                await first
+                # Room for a slow link, known once its round trip has been measured (by the answers so far).
+                when = bound.when()
+                if when is not None:
+                    bound.reschedule(when + LINK_ROUND_TRIPS * m.transport.round_trip())
+                await asyncio.sleep(max(0.0, 0.3 - (time.monotonic() - t0)))
+                return await m.transport.host_stats()
+
+            # The router is asked at once, while the second sample waits for the first one's answer.
+            stats, _, _ = await asyncio.gather(second_stats(), _models_part(m, out, client), _rss(m, pid, out))
             out["cpu_pct"] = round(stats.cpu_pct, 1)
             out["mem_used"], out["mem_total"] = stats.mem_used, stats.mem_total
             out["load_avg"] = list(stats.load_avg)

@@ -55,6 +55,12 @@ async def _run_edit(
             await asked
 
 
+def _look_early(m: Machine) -> None:
+    """Whether the router runs (the plan names what a reload unloads) rides along with the agent's start."""
+    if m.manager is not None:
+        m.manager.ask_early()
+
+
 async def _no_keys() -> frozenset[str]:
     return frozenset()
 
@@ -105,18 +111,21 @@ async def cmd_show(ctx: CliContext, args: argparse.Namespace) -> int:
 async def cmd_set(ctx: CliContext, args: argparse.Namespace) -> int:
     values = parse_assignments(args.assignments)
     async with ctx.machine(args.machine) as m:
+        _look_early(m)
         await m.transport.connect()
         return await _run_edit(m, lambda known: set_keys(args.model, values, known), args.dry_run)
 
 
 async def cmd_unset(ctx: CliContext, args: argparse.Namespace) -> int:
     async with ctx.machine(args.machine) as m:
+        _look_early(m)
         await m.transport.connect()
         return await _run_edit(m, lambda known: unset_keys(args.model, list(args.keys)), args.dry_run, adds_keys=False)
 
 
 async def cmd_remove(ctx: CliContext, args: argparse.Namespace) -> int:
     async with ctx.machine(args.machine) as m:
+        _look_early(m)
         await m.transport.connect()
         return await _run_edit(m, lambda known: remove_section(args.model), args.dry_run, adds_keys=False)
 

@@ -14,11 +14,11 @@ import contextlib
 import posixpath
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from app.services.errors import PresetError, RouterError, SectionExists, WriteFailed
+from app.services.errors import PresetError, RouterError, SectionExists, TransportError, WriteFailed
 from app.services.help_keys import known_keys_from_help
 from app.services.machine import Machine
 from app.services.preset_diff import changed_sections, unified_diff
@@ -88,6 +88,7 @@ class PresetStore:
         self.manager = machine.manager
         self.transport = machine.transport
         self._lock_depth = 0
+        self._read_in_hold: PresetSnapshot | None = None  # the last read while this store held the lock
 
     @contextlib.asynccontextmanager
     async def locked(self, *, create_dir: bool = True) -> AsyncIterator[None]:
@@ -105,7 +106,7 @@ class PresetStore:
             try:
                 yield
             finally:
-                self._lock_depth = 0
+                self._lock_depth, self._read_in_hold = 0, None
 
     async def path(self) -> str:
         return await self.manager.preset_path()
@@ -117,9 +118,12 @@ class PresetStore:
         except FileNotFoundError:
             return PresetSnapshot(path, "", exists=False)
         try:
-            return PresetSnapshot(path, data.decode("utf-8"), exists=True)
+            snap = PresetSnapshot(path, data.decode("utf-8"), exists=True)
         except UnicodeDecodeError:
             raise PresetError(f"{path} is not UTF-8 text; llamaherd will not edit it") from None
+        if self._lock_depth:
+            self._read_in_hold = snap
+        return snap
 
     async def known_keys(self) -> frozenset[str]:
         """Keys the machine's own llama-server accepts (from its --help), cached per machine and program."""
@@ -167,15 +171,24 @@ class PresetStore:
         snap = plan.snapshot
         # Check and write under one lock: otherwise two writers can both pass the check and one edit is lost.
         async with self.locked(create_dir=not snap.exists):
-            current = await self.read()
-            if current.text != snap.text or current.exists != snap.exists:
-                diff = unified_diff(current.text, plan.new_text, snap.path, labels=("on disk now", "your edit"))
-                raise PresetConflict(snap.path, diff)
+            # A plan read in this same hold of the lock (`preset set`: read, plan, write at once) is what is on
+            # disk for every llamaherd; read again only a plan made before (the dashboard's, shown for review).
+            if snap is not self._read_in_hold:
+                current = await self.read()
+                if current.text != snap.text or current.exists != snap.exists:
+                    diff = unified_diff(current.text, plan.new_text, snap.path, labels=("on disk now", "your edit"))
+                    raise PresetConflict(snap.path, diff)
             try:
                 backup, mode = await asyncio.gather(
                     self._backup(snap) if snap.exists else _given(None), self._mode_for(snap.path)
                 )
-                await self.transport.write_file_atomic(snap.path, plan.new_text.encode("utf-8"), mode=mode)
+                # Old backups are pruned while the preset is written (the new backup exists already); a prune
+                # that fails leaves them for the next edit and fails nothing.
+                prune = self._prune_backups(snap.path) if backup else _given(None)
+                await asyncio.gather(
+                    self.transport.write_file_atomic(snap.path, plan.new_text.encode("utf-8"), mode=mode),
+                    _quietly(prune),
+                )
             except WriteFailed as e:  # one line naming the preset and why; its text is what it was
                 backup_name = posixpath.basename(e.path)
                 cause = e.cause if e.path == snap.path else f"{e.cause} (making its backup {backup_name})"
@@ -202,13 +215,14 @@ class PresetStore:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + f"-{int(time.time() * 1000) % 1000:03d}"
         path = f"{snap.path}.bak-{stamp}"
         await self.transport.write_file_atomic(path, snap.text.encode("utf-8"), mode=0o600)
-        folder, base = posixpath.split(snap.path)
+        return path
+
+    async def _prune_backups(self, preset: str) -> None:
+        folder, base = posixpath.split(preset)
         files = await self.transport.list_files([folder], pattern=f"{base}.bak-*", max_depth=1)
         pattern = re.compile(re.escape(base) + r"\.bak-\d{8}-\d{6}-\d{3}$")
         backups = sorted(f.path for f in files if pattern.match(posixpath.basename(f.path)))
-        for old in backups[:-BACKUPS_KEPT]:
-            await self.transport.remove(old)
-        return path
+        await asyncio.gather(*(self.transport.remove(old) for old in backups[:-BACKUPS_KEPT]))
 
 
 # ---- validated edits (each refuses before anything is written) ----
@@ -265,6 +279,11 @@ def remove_section(section: str) -> Edit:
 
 
 _T = TypeVar("_T")
+
+
+async def _quietly(step: Awaitable[object]) -> None:
+    with contextlib.suppress(TransportError, OSError):
+        await step
 
 
 async def _given(value: _T) -> _T:

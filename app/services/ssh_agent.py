@@ -123,9 +123,13 @@ class RemoteAgent:
         early = _bounded(early)
         cmd = shlex.join(["exec", "sh", "-c", AGENT_SCRIPT, "sh", *early])
         note(self.name, "session", "agent start" + (f" with {len(early)} early requests" if early else ""))
+        t0 = time.monotonic()
         try:
             opened = self.conn.create_process(cmd, encoding=None, stderr=asyncssh.DEVNULL)
             proc = await within(opened, timeout)
+            # Two round trips (channel open, exec) and the login shell's start: until a request has measured
+            # one, half of it stands for the round trip (too long rather than too short, for timeouts).
+            self._took.append((time.monotonic() - t0) / 2)
             self._proc = proc
             line, rest = await within(self._ready_line(proc), timeout)
         except (asyncssh.Error, OSError, TimeoutError, asyncio.IncompleteReadError, ValueError) as e:
