@@ -14,7 +14,7 @@ from typing import Literal
 
 import asyncssh
 
-from app.services.ssh_auth import skip_none_probe
+from app.services.ssh_auth import pipeline_auth, skip_none_probe
 
 Problem = Literal["changed", "unknown"]
 
@@ -53,6 +53,7 @@ class SshClient(asyncssh.SSHClient):
 
     def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
         self._conn = conn
+        pipeline_auth(conn)
 
     def begin_auth(self, username: str) -> None:
         if self._conn is not None:
