@@ -25,7 +25,7 @@ from app.services.bounded import MAX_LOG_LINE, log_text
 from app.services.errors import LifecycleError, RouterError
 from app.services.router_api import RouterClient
 from app.services.router_key import KEY_ENV, KEY_FILE, key_from_env, new_key, parse_key_file
-from app.services.router_look import look_argv, parse_look
+from app.services.router_look import Look, look_argv, parse_look
 from app.services.transport import Transport, same_start
 from app.services.types import RouterState
 
@@ -96,6 +96,7 @@ class RouterManager:
         self.transport = transport
         self._dir: str | None = None
         self._key: tuple[tuple[int, float], str | None] | None = None  # (pid, start time) -> its key, read once
+        self._looked_key: str | None = None  # the key file's key as the last look over ssh found it
 
     # ---- paths on the serving machine ----
 
@@ -148,20 +149,22 @@ class RouterManager:
     def _look_argv(self) -> list[str]:
         return look_argv(posixpath.join("llamaherd", "routers", self.machine.router), KEY_FILE)
 
-    async def look(self) -> tuple[RouterRecord | None, bool]:
-        """The record, and whether its pid is still that process: over ssh in one request (router_look.py)."""
+    async def look(self, found: Look | None = None) -> tuple[RouterRecord | None, bool]:
+        """The record, and whether its pid is still that process: over ssh in one request (router_look.py), or
+        from the answer `found` that came with another request."""
         if not self.transport.is_local:
-            res = await self.transport.run(self._look_argv())
-            found = parse_look(res.returncode, res.stdout)
+            if found is None:
+                res = await self.transport.run(self._look_argv())
+                found = parse_look(res.returncode, res.stdout)
             if found is not None and found.directory == await self.state_dir():
+                self._looked_key = parse_key_file(found.key_file)
                 rec = RouterRecord.from_json(found.record) if found.record is not None else None
                 if rec is None:
                     return None, False  # none, or damaged (a damaged record is a stale record)
                 if rec.pid == found.pid:
                     alive = same_start(found.start_time, rec.start_time)
                     if alive and rec.requires_key:  # what client_key would read next
-                        key = parse_key_file(found.key_file) or self.machine.api_key()
-                        self._key = ((rec.pid, rec.start_time), key)
+                        self._key = ((rec.pid, rec.start_time), self._looked_key or self.machine.api_key())
                     return rec, alive
         rec = await self.read_record()
         return rec, rec is not None and await self.is_same_process(rec)
@@ -180,12 +183,12 @@ class RouterManager:
         why = f"router (pid {rec.pid}) exited without being asked"
         return RouterStatus(RouterState.EXITED, rec, reason=why, log_tail=tail)
 
-    async def adopt(self) -> RouterRecord | None:
+    async def adopt(self, found: Look | None = None) -> RouterRecord | None:
         """The router from the record if it is alive, the same process, and answers /health; else None.
 
         A record of a process that is gone (and was not stopped on request) is stale and is cleared.
         """
-        rec, alive = await self.look()
+        rec, alive = await self.look(found)
         if rec is None:
             return None
         if alive:
@@ -251,7 +254,8 @@ class RouterManager:
         written to the key file (0600) either way, which is what the router reads."""
         m = self.machine
         env = m.api_key_env
-        key = key_from_env(m.name, env, m.api_key()) if env else (await self.read_key() or new_key())
+        looked, self._looked_key = self._looked_key, None  # read by the look just before (inside the lock)
+        key = key_from_env(m.name, env, m.api_key()) if env else (looked or await self.read_key() or new_key())
         await self.transport.write_file_atomic(await self.key_path(), (key + "\n").encode(), mode=0o600)
         return key
 
@@ -266,9 +270,9 @@ class RouterManager:
         rec = await self._running_and_healthy()
         if rec is not None:
             return rec, False
-        async with lock, self._machine_lock():
+        async with lock, self._machine_lock() as found:
             # Asked again inside the lock: two starts at once would otherwise both find none and start two.
-            rec = await self.adopt()
+            rec = await self.adopt(found)
             if rec is not None:
                 return rec, False
             return await self._start_new(), True
@@ -351,16 +355,19 @@ class RouterManager:
         return lines[-n:]
 
     @contextlib.asynccontextmanager
-    async def _machine_lock(self) -> AsyncIterator[None]:
-        """A lock on the serving machine (mkdir is atomic there, locally and over ssh) for other processes."""
+    async def _machine_lock(self) -> AsyncIterator[Look | None]:
+        """A lock on the serving machine (mkdir is atomic there, locally and over ssh) for other processes. Over
+        ssh, the first request that takes it also looks at the router (router_look.py) once it holds it."""
         lock = posixpath.join(await self.state_dir(), "start.lock")
         t = self.transport
         deadline = time.monotonic() + HEALTH_TIMEOUT + 10
         first = True
+        found: Look | None = None
         while True:
             if first:  # the state directory made private and the lock taken in one request
                 first = False
-                if await self._private_dirs(lock):
+                taken, found = await self._private_dirs(lock)
+                if taken:
                     break
             elif (await t.run(["mkdir", lock])).ok:
                 break
@@ -372,24 +379,32 @@ class RouterManager:
                 raise LifecycleError(f"another llamaherd is starting the router on {self.machine.name} ({lock})")
             await asyncio.sleep(0.1)
         try:
-            yield
+            yield found
         finally:
             await t.run(["rmdir", lock])
 
-    async def _private_dirs(self, lock: str) -> bool:
-        """Make the state directories (private); then try to take the lock: whether it was taken."""
+    async def _private_dirs(self, lock: str) -> tuple[bool, Look | None]:
+        """Make the state directories (private); then try to take the lock: whether it was taken, and over ssh
+        the look taken once it was (the look's own exit code is its answer's last line)."""
         d = await self.state_dir()
         base = await self.transport.state_dir()
         script = f'{{ {_PRIVATE_DIRS}; }} || exit 1; mkdir -- "$5" 2>/dev/null || exit {_LOCK_TAKEN}'
-        r = await self.transport.run(
-            ["sh", "-c", script, "sh", d, base, posixpath.join(base, "routers"), await self.log_path(), lock]
-        )
+        argv = ["sh", "-c", script, "sh", d, base, posixpath.join(base, "routers"), await self.log_path(), lock]
+        remote = not self.transport.is_local
+        if remote:
+            script += '\nshift 5; s=$1; shift; sh -c "$s" "$@"; r=$?; echo; echo "$r"'
+            argv[2] = script
+            argv += self._look_argv()[2:]  # LOOK_SCRIPT and its parameters
+        r = await self.transport.run(argv)
         if r.returncode == _LOCK_TAKEN:
-            return False
+            return False, None
         if not r.ok:
             detail = r.stderr.decode(errors="replace").strip() or f"exit code {r.returncode}"
             raise LifecycleError(f"cannot make the state directory {d} on {self.machine.name}: {detail}")
-        return True
+        if not remote:
+            return True, None
+        out, _, rc = r.stdout.removesuffix(b"\n").rpartition(b"\n")
+        return True, parse_look(int(rc), out.removesuffix(b"\n")) if rc.strip().isdigit() else None
 
     # ---- stopping ----
 

@@ -3,6 +3,7 @@ sshd; the process a record names is a real one started here (the far side is thi
 
 from __future__ import annotations
 
+import posixpath
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -78,3 +79,21 @@ def test_answers_that_are_not_one_are_not_used() -> None:
     assert live is not None and live.start_time == 1005.0
     zombie = parse_look(0, b"/d\n12\n100\nbtime 1000\n" + stat.replace(b"%s", b"Z") + b"0\n{}")
     assert zombie is not None and zombie.start_time is None
+
+
+async def test_taking_the_start_lock_over_ssh_brings_the_look(
+    sshd: SshServer, tmp_path: Path, sleeper: psutil.Process
+) -> None:
+    t = ssh_transport(sshd)
+    m = RouterManager(MachineConfig(name="box", host=sshd.host, router=f"lock-{tmp_path.name}"), t)
+    try:
+        async with m._machine_lock() as found:
+            assert found is not None and found.record is None and found.directory == await m.state_dir()
+        rec = record_for(sleeper)
+        await m.write_record(rec)
+        async with m._machine_lock() as found:
+            assert found is not None and await m.look(found) == (rec, True)
+            # held: a second taker is refused until it is released
+            assert (await m._private_dirs(posixpath.join(await m.state_dir(), "start.lock"))) == (False, None)
+    finally:
+        await t.close()
