@@ -152,6 +152,7 @@ class RouterManager:
     async def look(self, found: Look | None = None) -> tuple[RouterRecord | None, bool]:
         """The record, and whether its pid is still that process: over ssh in one request (router_look.py), or
         from the answer `found` that came with another request."""
+        self._looked_key = None
         if not self.transport.is_local:
             if found is None:
                 res = await self.transport.run(self._look_argv())
