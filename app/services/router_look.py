@@ -19,23 +19,25 @@ from app.services import probes
 from app.services.ssh_scripts import MISSING
 
 KEY_READ_LIMIT = 4096
+NO_KEY_FILE, KEY_UNREADABLE = -1, -2
 # $1: the router's directory under the state base ("llamaherd/routers/NAME"); $2: the key file's name.
-# Output: the directory; the pid named by the record (0 if none); CLK_TCK; the btime line; /proc/PID/stat (empty
-# when gone); the key file's size and then that many bytes (cut at KEY_READ_LIMIT); the record, to the end.
+# Output: the directory; the key file's size (NO_KEY_FILE, KEY_UNREADABLE) and then that many bytes of it (cut at
+# KEY_READ_LIMIT); and when there is a record (else exit MISSING): the pid it names (0 if none); CLK_TCK; the btime
+# line; /proc/PID/stat (empty when gone); the record, to the end.
 LOOK_SCRIPT = f"""case ${{XDG_STATE_HOME-}} in /*) b=$XDG_STATE_HOME ;; *) b=$HOME/.local/state ;; esac
 LC_ALL=C; export LC_ALL  # so that ${{#k}} counts bytes
 d=$b/$1
 printf '%s\\n' "$d"
+if [ -r "$d/$2" ]; then k=$(head -c {KEY_READ_LIMIT} -- "$d/$2"); printf '%s\\n%s' "${{#k}}" "$k"
+elif [ -e "$d/$2" ]; then echo {KEY_UNREADABLE}; else echo {NO_KEY_FILE}; fi
 [ -e "$d/record.json" ] || exit {MISSING}
 r=$(cat -- "$d/record.json") || exit 1
 p=$(printf '%s\\n' "$r" | sed -n 's/^ *"pid": *\\([0-9][0-9]*\\), *$/\\1/p' | head -n 1)
-printf '%s\\n' "${{p:-0}}"
+printf '\\n%s\\n' "${{p:-0}}"
 getconf CLK_TCK 2>/dev/null || echo 100
 grep "^btime " /proc/stat || echo
 {{ [ -n "$p" ] && cat "/proc/$p/stat" 2>/dev/null; }} || echo
-k=
-[ -r "$d/$2" ] && k=$(head -c {KEY_READ_LIMIT} -- "$d/$2")
-printf '%s\\n%s%s' "${{#k}}" "$k" "$r"
+printf '%s' "$r"
 """
 
 
@@ -45,7 +47,8 @@ class Look:
     record: bytes | None  # None: there is no record
     pid: int  # the pid the far side found in the record (0: none)
     start_time: float | None  # that pid's start time, None when it is gone or a zombie
-    key_file: bytes
+    key_file: bytes | None  # None: the key file exists but could not be read
+    key_exists: bool = True
 
 
 def look_argv(router_dir: str, key_file: str) -> list[str]:
@@ -54,17 +57,27 @@ def look_argv(router_dir: str, key_file: str) -> list[str]:
 
 def parse_look(rc: int, out: bytes) -> Look | None:
     """The answer, or None when it is not one (the caller then reads the record the usual way)."""
-    if rc == MISSING:
-        only = out.decode(errors="surrogateescape").removesuffix("\n")
-        return Look(only, None, 0, None, b"") if "\n" not in only else None
-    if rc != 0:
+    if rc not in (0, MISSING):
         return None
-    parts = out.split(b"\n", 6)
-    if len(parts) != 7:
-        return None
-    directory, pid_s, clk_s, btime_s, stat_s, klen_s, rest = parts
+    directory, _, rest = out.partition(b"\n")
+    klen_s, nl, rest = rest.partition(b"\n")
     try:
-        pid, klen = int(pid_s), int(klen_s)
+        klen = int(klen_s)
+    except ValueError:
+        return None
+    if not nl or klen > min(KEY_READ_LIMIT, len(rest)) or klen < KEY_UNREADABLE:
+        return None
+    key: bytes | None = rest[:klen] if klen >= 0 else (b"" if klen == NO_KEY_FILE else None)
+    rest = rest[max(klen, 0) :]
+    where = directory.decode(errors="surrogateescape")
+    if rc == MISSING:
+        return Look(where, None, 0, None, key, klen != NO_KEY_FILE) if not rest.strip(b"\n") else None
+    parts = rest.split(b"\n", 5)
+    if len(parts) != 6 or parts[0]:
+        return None
+    _, pid_s, clk_s, btime_s, stat_s, record = parts
+    try:
+        pid = int(pid_s)
         start: float | None = None
         if stat_s.strip():
             st = probes.parse_pid_stat(stat_s.decode(errors="replace"))
@@ -73,6 +86,4 @@ def parse_look(rc: int, out: bytes) -> Look | None:
                 start = probes.start_time(st.starttime, int(clk_s), btime)
     except ValueError:
         return None
-    if not 0 <= klen <= min(KEY_READ_LIMIT, len(rest)):
-        return None
-    return Look(directory.decode(errors="surrogateescape"), rest[klen:], pid, start, rest[:klen])
+    return Look(where, record, pid, start, key, klen != NO_KEY_FILE)

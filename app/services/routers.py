@@ -96,7 +96,9 @@ class RouterManager:
         self.transport = transport
         self._dir: str | None = None
         self._key: tuple[tuple[int, float], str | None] | None = None  # (pid, start time) -> its key, read once
-        self._looked_key: str | None = None  # the key file's key as the last look over ssh found it
+        # The key file's key as the last look over ssh found it: (key or None when there is none), or None when
+        # that look could not tell.
+        self._looked_key: tuple[str | None] | None = None
 
     # ---- paths on the serving machine ----
 
@@ -158,14 +160,15 @@ class RouterManager:
                 res = await self.transport.run(self._look_argv())
                 found = parse_look(res.returncode, res.stdout)
             if found is not None and found.directory == await self.state_dir():
-                self._looked_key = parse_key_file(found.key_file)
+                if found.key_file is not None:
+                    self._looked_key = (parse_key_file(found.key_file),)
                 rec = RouterRecord.from_json(found.record) if found.record is not None else None
                 if rec is None:
                     return None, False  # none, or damaged (a damaged record is a stale record)
                 if rec.pid == found.pid:
                     alive = same_start(found.start_time, rec.start_time)
-                    if alive and rec.requires_key:  # what client_key would read next
-                        self._key = ((rec.pid, rec.start_time), self._looked_key or self.machine.api_key())
+                    if alive and rec.requires_key and self._looked_key is not None:  # what client_key reads next
+                        self._key = ((rec.pid, rec.start_time), self._looked_key[0] or self.machine.api_key())
                     return rec, alive
         rec = await self.read_record()
         return rec, rec is not None and await self.is_same_process(rec)
@@ -256,7 +259,10 @@ class RouterManager:
         m = self.machine
         env = m.api_key_env
         looked, self._looked_key = self._looked_key, None  # read by the look just before (inside the lock)
-        key = key_from_env(m.name, env, m.api_key()) if env else (looked or await self.read_key() or new_key())
+        if env:
+            key = key_from_env(m.name, env, m.api_key())
+        else:
+            key = (looked[0] if looked is not None else await self.read_key()) or new_key()
         await self.transport.write_file_atomic(await self.key_path(), (key + "\n").encode(), mode=0o600)
         return key
 
@@ -405,7 +411,7 @@ class RouterManager:
         if not remote:
             return True, None
         out, _, rc = r.stdout.removesuffix(b"\n").rpartition(b"\n")
-        return True, parse_look(int(rc), out.removesuffix(b"\n")) if rc.strip().isdigit() else None
+        return True, parse_look(int(rc), out) if rc.strip().isdigit() else None
 
     # ---- stopping ----
 

@@ -67,17 +67,22 @@ async def test_one_request_says_record_process_and_key(
 
 
 def test_answers_that_are_not_one_are_not_used() -> None:
-    assert parse_look(MISSING, b"/s/llamaherd/routers/r\n") is not None
+    none = parse_look(MISSING, b"/s/llamaherd/routers/r\n-1\n")
+    assert none is not None and none.record is None and none.key_file == b"" and not none.key_exists
+    keyed = parse_look(MISSING, b"/d\n3\nkey")
+    assert keyed is not None and keyed.key_file == b"key" and keyed.key_exists
+    locked = parse_look(MISSING, b"/d\n-2\n")
+    assert locked is not None and locked.key_file is None and locked.key_exists
     assert parse_look(MISSING, b"two\nlines\n") is None
     assert parse_look(1, b"") is None
-    assert parse_look(0, b"/d\n12\n100\nbtime 1\n\nnot-a-number\n{}") is None
-    assert parse_look(0, b"/d\n12\n100\nbtime 1\n\n99\nshort") is None  # a key longer than what came
-    gone = parse_look(0, b"/d\n12\n100\nbtime 1\n\n3\nkey{}")
+    assert parse_look(0, b"/d\n-1\n\nnot-a-number\n100\nbtime 1\n\n{}") is None
+    assert parse_look(0, b"/d\n99\nshort") is None  # a key longer than what came
+    gone = parse_look(0, b"/d\n3\nkey\n12\n100\nbtime 1\n\n{}")
     assert gone is not None and gone.start_time is None and gone.key_file == b"key" and gone.record == b"{}"
     stat = b"12 (x y) %s " + b"0 " * 18 + b"500 0 0\n"
-    live = parse_look(0, b"/d\n12\n100\nbtime 1000\n" + stat.replace(b"%s", b"S") + b"0\n{}")
-    assert live is not None and live.start_time == 1005.0
-    zombie = parse_look(0, b"/d\n12\n100\nbtime 1000\n" + stat.replace(b"%s", b"Z") + b"0\n{}")
+    live = parse_look(0, b"/d\n-1\n\n12\n100\nbtime 1000\n" + stat.replace(b"%s", b"S") + b"{}")
+    assert live is not None and live.start_time == 1005.0 and live.pid == 12
+    zombie = parse_look(0, b"/d\n-1\n\n12\n100\nbtime 1000\n" + stat.replace(b"%s", b"Z") + b"{}")
     assert zombie is not None and zombie.start_time is None
 
 
@@ -89,10 +94,12 @@ async def test_taking_the_start_lock_over_ssh_brings_the_look(
     try:
         async with m._machine_lock() as found:
             assert found is not None and found.record is None and found.directory == await m.state_dir()
+            assert found.key_file == b"" and not found.key_exists
         rec = record_for(sleeper)
         await m.write_record(rec)
+        await t.write_file_atomic(await m.key_path(), b"k-1\n")
         async with m._machine_lock() as found:
-            assert found is not None and await m.look(found) == (rec, True)
+            assert found is not None and found.key_file == b"k-1" and await m.look(found) == (rec, True)
             # held: a second taker is refused until it is released
             assert (await m._private_dirs(posixpath.join(await m.state_dir(), "start.lock"))) == (False, None)
     finally:
