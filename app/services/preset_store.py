@@ -89,6 +89,7 @@ class PresetStore:
         self.transport = machine.transport
         self._lock_depth = 0
         self._read_in_hold: PresetSnapshot | None = None  # the last read while this store held the lock
+        self._running: asyncio.Future[list[ModelInfo]] | None = None  # asked ahead by ask_running()
 
     @contextlib.asynccontextmanager
     async def locked(self, *, create_dir: bool = True) -> AsyncIterator[None]:
@@ -138,6 +139,21 @@ class PresetStore:
             _known_keys_cache[key] = keys
         return _known_keys_cache[key]
 
+    def ask_running(self) -> None:
+        """Ask the router for its running models now, for the next plan: a headless edit asks while the lock is
+        being taken (the router does not depend on the preset's lock; its models can change after a plan anyway)."""
+        if self._running is None:
+            self._running = asyncio.ensure_future(self.running_models())
+
+    async def close(self) -> None:
+        """Drop what was asked ahead and not used."""
+        ahead, self._running = self._running, None
+        if ahead is not None and not ahead.done():
+            ahead.cancel()
+        if ahead is not None:
+            with contextlib.suppress(BaseException):
+                await ahead
+
     async def running_models(self) -> list[ModelInfo]:
         try:
             client = await self.machine.connect_router()
@@ -147,7 +163,10 @@ class PresetStore:
 
     async def plan(self, edit: Edit, snapshot: PresetSnapshot | None = None) -> PresetPlan:
         # The file and the router's running models are asked together (over ssh: overlapping round trips).
-        snap, running = await asyncio.gather(_given(snapshot) if snapshot else self.read(), self.running_models())
+        ahead, self._running = self._running, None
+        snap, running = await asyncio.gather(
+            _given(snapshot) if snapshot else self.read(), ahead if ahead is not None else self.running_models()
+        )
         old = snap.doc
         new = edit(old)
         new_text = new.text()

@@ -342,6 +342,13 @@ class RouterManager:
         if not self.machine.preset and await self.transport.stat(preset) is None:
             await self.transport.write_file_atomic(preset, EMPTY_PRESET.encode(), mode=0o600)
 
+    def literal_program(self) -> str | None:
+        """The program as the far side will run it, when that needs nothing read there first (no ~ or $ in it)."""
+        if self.transport.is_local:
+            return None
+        p = self.machine.program or "llama-server"
+        return p if "~" not in p and "$" not in p else None
+
     async def program(self) -> str:
         if self.machine.program:
             return await self.transport.expand(self.machine.program)
