@@ -1,4 +1,5 @@
-"""A managed router's record, whether its process is still that process, and its key, in one remote request.
+"""A managed router's record, whether its process is still that process, and its key, in one remote request; and
+the other steps of start and stop that go together in one request over ssh.
 
 Every command begins by reading the record and then asking about the pid it names: two round trips over ssh,
 one after the other. The script below does both on the far side (and reads the key file beside the record,
@@ -13,10 +14,11 @@ than ours, or one that does not parse, is not used (the caller reads the record 
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 
 from app.services import probes
-from app.services.ssh_scripts import MISSING
+from app.services.ssh_scripts import MISSING, WRITE_SCRIPT
 
 KEY_READ_LIMIT = 4096
 NO_KEY_FILE, KEY_UNREADABLE = -1, -2
@@ -87,3 +89,24 @@ def parse_look(rc: int, out: bytes) -> Look | None:
     except ValueError:
         return None
     return Look(where, record, pid, start, key, klen != NO_KEY_FILE)
+
+
+# Appended to a script that took the start lock (its five parameters shifted away, then LOOK_SCRIPT and its own):
+# the look once the lock is held, with the look's exit code as the last line.
+THEN_LOOK = '\nshift 5; s=$1; shift; sh -c "$s" "$@"; r=$?; echo; echo "$r"'
+
+
+def parse_locked_look(out: bytes) -> Look | None:
+    rest, _, rc = out.removesuffix(b"\n").rpartition(b"\n")
+    return parse_look(int(rc), rest) if rc.strip().isdigit() else None
+
+
+# $1 WRITE_SCRIPT, $2 path, $3 mode, $4 base64 data, $5 signal, $6 pid: the write, and only then the signal (stop
+# marks the record "stopping" before SIGTERM, so watchers say "stopped on request", not "crashed").
+_WRITE_THEN_SIGNAL = 'sh -c "$1" sh "$2" "$3" "$4" >/dev/null || exit 1; kill -"$5" "$6" 2>/dev/null || exit 2'
+
+
+def write_then_signal_argv(path: str, data: bytes, sig: int, pid: int) -> list[str]:
+    """One request instead of two (exit 1: not written, nothing signalled; 2: written, the signal failed)."""
+    b64 = base64.b64encode(data).decode("ascii")
+    return ["sh", "-c", _WRITE_THEN_SIGNAL, "sh", WRITE_SCRIPT, path, "600", b64, str(int(sig)), str(int(pid))]

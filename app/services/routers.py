@@ -25,7 +25,14 @@ from app.services.bounded import MAX_LOG_LINE, log_text
 from app.services.errors import LifecycleError, RouterError
 from app.services.router_api import RouterClient
 from app.services.router_key import KEY_ENV, KEY_FILE, key_from_env, new_key, parse_key_file
-from app.services.router_look import Look, look_argv, parse_look
+from app.services.router_look import (
+    THEN_LOOK,
+    Look,
+    look_argv,
+    parse_locked_look,
+    parse_look,
+    write_then_signal_argv,
+)
 from app.services.transport import Transport, same_start
 from app.services.types import RouterState
 
@@ -176,6 +183,9 @@ class RouterManager:
     async def inspect(self) -> RouterStatus:
         """Look without changing anything: a running router, one stopped on request, one that exited, or none."""
         rec, alive = await self.look()
+        return await self._status_of(rec, alive)
+
+    async def _status_of(self, rec: RouterRecord | None, alive: bool) -> RouterStatus:
         if rec is None:
             return RouterStatus(RouterState.ABSENT, reason="no router has been started here")
         if alive:
@@ -406,8 +416,7 @@ class RouterManager:
         argv = ["sh", "-c", script, "sh", d, base, posixpath.join(base, "routers"), await self.log_path(), lock]
         remote = not self.transport.is_local
         if remote:
-            script += '\nshift 5; s=$1; shift; sh -c "$s" "$@"; r=$?; echo; echo "$r"'
-            argv[2] = script
+            argv[2] = script + THEN_LOOK
             argv += self._look_argv()[2:]  # LOOK_SCRIPT and its parameters
         r = await self.transport.run(argv)
         if r.returncode == _LOCK_TAKEN:
@@ -415,10 +424,7 @@ class RouterManager:
         if not r.ok:
             detail = r.stderr.decode(errors="replace").strip() or f"exit code {r.returncode}"
             raise LifecycleError(f"cannot make the state directory {d} on {self.machine.name}: {detail}")
-        if not remote:
-            return True, None
-        out, _, rc = r.stdout.removesuffix(b"\n").rpartition(b"\n")
-        return True, parse_look(int(rc), out) if rc.strip().isdigit() else None
+        return True, parse_locked_look(r.stdout) if remote else None
 
     # ---- stopping ----
 
@@ -426,11 +432,14 @@ class RouterManager:
         """Stop on request: mark the record "stopping" first, then SIGTERM, then SIGKILL after a grace period."""
         rec, alive = await self.look()
         if rec is None or not alive:
-            return replace(await self.inspect(), already=True)
+            return replace(await self._status_of(rec, alive), already=True)
         rec = replace(rec, state=RouterState.STOPPING, stopped_at=time.time())
-        await self.write_record(rec)
         t = self.transport
-        await t.kill(rec.pid, signal.SIGTERM)
+        if t.is_local:
+            await self.write_record(rec)
+            await t.kill(rec.pid, signal.SIGTERM)
+        else:  # one request over ssh: the record says "stopping" before the signal is sent, as above
+            await self._mark_and_signal(rec, signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT
         while time.monotonic() < deadline:
             if not await self.is_same_process(rec):
@@ -438,6 +447,13 @@ class RouterManager:
             await asyncio.sleep(0.1)
         await t.kill(rec.pid, signal.SIGKILL)
         return RouterStatus(RouterState.STOPPED, rec, reason="stopped on request (killed after a 15 s grace period)")
+
+    async def _mark_and_signal(self, rec: RouterRecord, sig: int) -> None:
+        """Write the record (as write_file_atomic's script does when there is no SFTP), then signal its pid."""
+        r = await self.transport.run(write_then_signal_argv(await self.record_path(), rec.to_json(), sig, rec.pid))
+        if r.returncode == 1:
+            detail = r.stderr.decode(errors="replace").strip() or "exit code 1"
+            raise LifecycleError(f"cannot mark the router on {self.machine.name} as stopping: {detail}")
 
     # ---- logs ----
 

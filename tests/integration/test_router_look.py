@@ -104,3 +104,21 @@ async def test_taking_the_start_lock_over_ssh_brings_the_look(
             assert (await m._private_dirs(posixpath.join(await m.state_dir(), "start.lock"))) == (False, None)
     finally:
         await t.close()
+
+
+async def test_stop_over_ssh_marks_the_record_then_signals(
+    sshd: SshServer, tmp_path: Path, sleeper: psutil.Process
+) -> None:
+    t = ssh_transport(sshd)
+    m = RouterManager(MachineConfig(name="box", host=sshd.host, router=f"stop-{tmp_path.name}"), t)
+    try:
+        await m.write_record(record_for(sleeper))
+        st = await m.stop()
+        assert st.state is RouterState.STOPPED and not st.already, st
+        assert sleeper.status() == psutil.STATUS_ZOMBIE  # SIGTERM reached it (our child: nobody reaps it yet)
+        after = await m.read_record()
+        assert after is not None and after.state is RouterState.STOPPING and after.stopped_at > 0
+        again = await m.stop()
+        assert again.already and again.state is RouterState.STOPPED and again.reason == "stopped on request"
+    finally:
+        await t.close()
