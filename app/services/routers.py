@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import posixpath
 import signal
 import time
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import replace
 
 from app.config import MachineConfig
 from app.services.binary import find_llama_server, program_not_found
@@ -33,6 +31,8 @@ from app.services.router_look import (
     parse_look,
     write_then_signal_argv,
 )
+from app.services.router_record import RouterRecord as RouterRecord
+from app.services.router_record import RouterStatus as RouterStatus
 from app.services.transport import Transport, same_start
 from app.services.types import RouterState
 
@@ -52,49 +52,6 @@ _TAIL_SCRIPT = '[ -r "$2" ] || exit 1; tail -n "$1" -- "$2" | cut -b "1-$3"'
 
 # One asyncio lock per (transport, router) in this process; the mkdir lock on the machine covers other processes.
 _local_locks: dict[tuple[int, str], asyncio.Lock] = {}
-
-
-@dataclass(frozen=True)
-class RouterRecord:
-    pid: int
-    start_time: float
-    port: int
-    program: str
-    preset: str
-    log: str
-    state: RouterState = RouterState.RUNNING  # STARTING, RUNNING or STOPPING
-    started_at: float = 0.0  # wall clock, for uptime
-    argv: tuple[str, ...] = ()
-    models_max: int | None = None
-    # False for a router started before llamaherd gave every router a key: it is open to anyone on that host.
-    requires_key: bool = False
-    stopped_at: float = 0.0  # wall clock of the stop request, so a second stop can say since when
-
-    def to_json(self) -> bytes:
-        d = asdict(self)
-        d["argv"] = list(self.argv)
-        return (json.dumps(d, indent=1) + "\n").encode()
-
-    @staticmethod
-    def from_json(data: bytes) -> RouterRecord | None:
-        try:
-            d: dict[str, Any] = json.loads(data)
-            d["argv"] = tuple(d.get("argv", ()))
-            d["state"] = RouterState(d.get("state", RouterState.RUNNING))
-            return RouterRecord(**d)
-        except (ValueError, TypeError):
-            return None  # a damaged record is a stale record
-
-
-@dataclass(frozen=True)
-class RouterStatus:
-    """What is true of a machine's router right now."""
-
-    state: RouterState  # RUNNING, STARTING, STOPPED (on request), EXITED or ABSENT
-    record: RouterRecord | None = None
-    reason: str = ""
-    log_tail: tuple[str, ...] = ()
-    already: bool = False  # stop(): it was not running when asked, nothing was done
 
 
 class RouterManager:
