@@ -278,19 +278,30 @@ class RouterManager:
             state=RouterState.STARTING, started_at=time.time(), argv=argv, models_max=self.machine.models_max,
             requires_key=True,
         )  # fmt: skip
-        # The record is written while the process is first looked at (one round trip over ssh, not two).
-        _, alive = await asyncio.gather(self.write_record(rec), self.is_same_process(rec))
+        # The record is written while the process is first looked at (one round trip over ssh, not two), and the
+        # first /health is asked meanwhile (its answer is taken only once the process was seen alive).
+        first = asyncio.ensure_future(self._healthy(port, STARTUP_PROBE))
+        probe: asyncio.Future[bool] | None = first
+        try:
+            _, alive = await asyncio.gather(self.write_record(rec), self.is_same_process(rec))
+        except BaseException:
+            first.cancel()
+            raise
         deadline = time.monotonic() + HEALTH_TIMEOUT
         while time.monotonic() < deadline:
             # Watch the process while waiting: a taken port or an unknown flag exits within a second. Looked at
             # before /health too, whose probe a silent squatter on a fixed router_port holds for its whole bound.
             if not alive:
+                if probe is not None:
+                    probe.cancel()
                 await self.clear_record()
                 raise LifecycleError(
                     f"llama-server exited during start-up on {self.machine.name}", await self._new_log(log, offset)
                 )
             # Healthy *and* still our process: on a fixed router_port, another server already there also answers.
-            if await self._healthy(port, STARTUP_PROBE) and await self.is_same_process(rec):
+            healthy = await (probe if probe is not None else self._healthy(port, STARTUP_PROBE))
+            probe = None
+            if healthy and await self.is_same_process(rec):
                 rec = replace(rec, state=RouterState.RUNNING)
                 await self.write_record(rec)
                 return rec
