@@ -258,3 +258,16 @@ async def test_a_command_asked_early_where_the_agent_cannot_start_runs_once_in_a
         assert ran.read_text() == "run\n"
     finally:
         await t.close()
+
+
+async def test_a_spawned_process_start_time_comes_with_the_spawn(ssh: SshTransport, tmp_path: Path) -> None:
+    pid = await ssh.spawn_detached(["sleep", "30"], log_path=str(tmp_path / "spawned.log"))
+    try:
+        before = agent_of(ssh).requests
+        first = await ssh.process_start_time(pid)
+        assert agent_of(ssh).requests == before  # read in the spawn's own request
+        assert first is not None and abs(first - psutil.Process(pid).create_time()) <= 1.0
+        again = await ssh.process_start_time(pid)  # taken once: asked again, it is read afresh
+        assert again == first and agent_of(ssh).requests == before + 1
+    finally:
+        stop(pid)
