@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 from app.services.errors import PresetError, RouterError, SectionExists, TransportError, WriteFailed
 from app.services.help_keys import known_keys_from_help
@@ -188,6 +189,11 @@ class PresetStore:
         if plan.no_change:
             return PresetResult(plan, written=False, backup=None, reloaded=False)  # identical text: no reload
         snap = plan.snapshot
+        client = self.machine.client
+        if plan.router_running and client is not None:  # the reload's channel opens while the file is written
+            port = urlsplit(client.base_url).port
+            if port is not None:
+                self.transport.warm_forward(port)
         # Check and write under one lock: otherwise two writers can both pass the check and one edit is lost.
         async with self.locked(create_dir=not snap.exists):
             # A plan read in this same hold of the lock (`preset set`: read, plan, write at once) is what is on

@@ -137,6 +137,9 @@ class SshTransport(Transport):
     def round_trip(self) -> float:
         return self.agent.round_trip()
 
+    def warm_forward(self, local_port: int) -> None:
+        self._forwards.warm(local_port)
+
     def ask_early(self, argv: Sequence[str]) -> None:
         if argv:
             self.agent.early.append(shlex.join(argv))

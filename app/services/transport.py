@@ -161,6 +161,11 @@ class Transport(ABC):
         argv soon after takes that answer. Elsewhere nothing is done early."""
         return None
 
+    def warm_forward(self, local_port: int) -> None:
+        """A request to this forwarded local port is about to be sent: over ssh its channel is opened now, so the
+        request costs one round trip, not two. Elsewhere nothing."""
+        return None
+
     @abstractmethod
     async def connect(self) -> None: ...
 
