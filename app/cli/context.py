@@ -45,6 +45,7 @@ class CliContext:
         async with self.machine(name) as m:
             if m.manager is None:
                 raise ConfigError(f"{m.name} is attach-only (url = {m.cfg.url}): {refusal}")
+            m.manager.ask_early()  # its first look rides along with the agent's start (over ssh)
             await m.transport.connect()
             yield m, m.manager
 

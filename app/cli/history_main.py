@@ -13,22 +13,14 @@ import asyncio
 from collections.abc import Sequence
 
 from app.cli import history_cmds
+from app.cli.commands import first_command
 from app.cli.exits import exit_code
 from app.config import config_named_by, load_config, resolve_config_path
 
 
 def is_history(argv: Sequence[str]) -> bool:
-    """The command given is `history` (the only global option is --config PATH; -h/--help goes the long way)."""
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a == "--config":
-            i += 2
-        elif a.startswith("--config="):
-            i += 1
-        else:
-            return a == "history"
-    return False
+    """The command given is `history` (-h/--help goes the long way)."""
+    return first_command(argv) == "history"
 
 
 def main(argv: Sequence[str]) -> int:

@@ -20,7 +20,7 @@ from app.services.machine import Machine
 from app.services.router_api import HEALTH_BOUND, LINK_ROUND_TRIPS, RouterClient
 from app.services.routers import RouterStatus
 from app.services.textsafe import visible, visible_lines
-from app.services.types import ModelState, RouterState
+from app.services.types import HostStats, ModelState, RouterState
 
 STATUS_TIMEOUT = 10.0
 
@@ -41,20 +41,27 @@ async def machine_status(m: Machine) -> dict[str, Any]:
     out: dict[str, Any] = {"machine": m.name, "host": m.cfg.host}
     try:
         async with asyncio.timeout(STATUS_TIMEOUT) as bound:
+            if m.manager is not None:
+                m.manager.ask_early()  # the record's look rides along with the agent's start
             await m.transport.connect()
             out["connection"] = m.transport.state.value
             # Over ssh every step below is a round trip: the independent ones are asked together (the agent
             # answers them in parallel), so a status costs about four after the connection.
             first = asyncio.ensure_future(m.transport.host_stats())  # CPU % is a difference between two samples
             t0 = time.monotonic()
-            client = await _router_part(m, out)
-            await first
-            # Room for a slow link, known once its round trip has been measured (by the answers so far).
-            when = bound.when()
-            if when is not None:
-                bound.reschedule(when + LINK_ROUND_TRIPS * m.transport.round_trip())
-            await asyncio.sleep(max(0.0, 0.3 - (time.monotonic() - t0)))
-            stats, _ = await asyncio.gather(m.transport.host_stats(), _models_part(m, out, client))
+            client, pid = await _router_part(m, out)
+
+            async def second_stats() -> HostStats:
+                await first
+                # Room for a slow link, known once its round trip has been measured (by the answers so far).
+                when = bound.when()
+                if when is not None:
+                    bound.reschedule(when + LINK_ROUND_TRIPS * m.transport.round_trip())
+                await asyncio.sleep(max(0.0, 0.3 - (time.monotonic() - t0)))
+                return await m.transport.host_stats()
+
+            # The router is asked at once, while the second sample waits for the first one's answer.
+            stats, _, _ = await asyncio.gather(second_stats(), _models_part(m, out, client), _rss(m, pid, out))
             out["cpu_pct"] = round(stats.cpu_pct, 1)
             out["mem_used"], out["mem_total"] = stats.mem_used, stats.mem_total
             out["load_avg"] = list(stats.load_avg)
@@ -70,17 +77,23 @@ async def machine_status(m: Machine) -> dict[str, Any]:
     return out
 
 
-async def _router_part(m: Machine, out: dict[str, Any]) -> RouterClient | None:
-    """The router's record and process into `out`; a client for it when it runs (an attached one is asked)."""
+async def _rss(m: Machine, pid: int | None, out: dict[str, Any]) -> None:
+    if pid is not None:
+        out["rss"] = await m.transport.process_tree_rss(pid)
+
+
+async def _router_part(m: Machine, out: dict[str, Any]) -> tuple[RouterClient | None, int | None]:
+    """The router's record and process into `out`; a client for it when it runs (an attached one is asked), and
+    the pid whose process tree's RSS is to be read (with the router's answers: not one more round trip)."""
     if m.manager is None:
         out["router"] = RouterState.ATTACHED.value
         out["url"] = m.cfg.url
         try:
-            return await m.connect_router()
+            return await m.connect_router(), None
         except HerdError as e:
             out["router"] = RouterState.UNREACHABLE.value
             out["reason"] = say(e)
-            return None
+            return None, None
     st = await m.manager.inspect()
     out["router"] = st.state.value
     out["reason"] = st.reason
@@ -92,11 +105,8 @@ async def _router_part(m: Machine, out: dict[str, Any]) -> RouterClient | None:
         if st.state is RouterState.RUNNING:
             out["uptime_s"] = round(time.time() - st.record.started_at, 1)
             url = f"http://127.0.0.1:{st.record.port}"
-            out["rss"], client = await asyncio.gather(
-                m.transport.process_tree_rss(st.record.pid), m.client_for(url, st.record)
-            )
-            return client
-    return None
+            return await m.client_for(url, st.record), st.record.pid
+    return None, None
 
 
 async def _models_part(m: Machine, out: dict[str, Any], client: RouterClient | None) -> None:

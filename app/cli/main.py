@@ -4,20 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import sys
 from collections.abc import Sequence
 
-from app.cli import (
-    config_cmds,
-    dashboard_cmds,
-    fit_cmds,
-    history_cmds,
-    key_cmds,
-    machine_cmds,
-    preset_cmds,
-    router_cmds,
-    top_cmds,
-)
+from app.cli.commands import ALL_MODULES, COMMAND_MODULES, first_command
 from app.cli.context import CliContext
 from app.cli.exits import exit_code
 from app.cli.output import err
@@ -25,7 +16,8 @@ from app.config import Config, config_named_by, load_config, resolve_config_path
 from app.errors import ConfigError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; given a known command word, with that command's module's parsers only (commands.py)."""
     parser = argparse.ArgumentParser(
         prog="llamaherd",
         description="A terminal dashboard for llama-server routers on several machines. "
@@ -37,20 +29,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="config file (default: $LLAMAHERD_CONFIG, then $XDG_CONFIG_HOME/llamaherd/config.toml)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    router_cmds.add_parsers(sub)
-    machine_cmds.add_parsers(sub)
-    preset_cmds.add_parsers(sub)
-    key_cmds.add_parsers(sub)
-    dashboard_cmds.add_parsers(sub)
-    fit_cmds.add_parsers(sub)
-    config_cmds.add_parsers(sub)
-    history_cmds.add_parsers(sub)
-    top_cmds.add_parsers(sub)
+    only = COMMAND_MODULES.get(command or "")
+    for name in (only,) if only else ALL_MODULES:
+        importlib.import_module(f"app.cli.{name}").add_parsers(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(first_command(argv))
     args = parser.parse_args(argv)
     try:
         if getattr(args, "needs_config", True):
@@ -61,6 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         err(str(e))
         return 2
     if args.command is None:
+        from app.cli import dashboard_cmds
+
         args.func, args.sync = dashboard_cmds.cmd_dashboard, True
     ctx = CliContext(config)
     if getattr(args, "sync", False):

@@ -40,8 +40,10 @@ async def _run_edit(
 ) -> int:
     store = PresetStore(m)
     # Only an edit that writes keys needs the server's options (`llama-server --help`); removing needs none.
-    # Asked while the lock is being taken: over ssh the two overlap instead of costing a round trip each.
+    # Asked while the lock is being taken, and so are the router's running models: over ssh they overlap
+    # instead of costing round trips each.
     asked = asyncio.ensure_future(store.known_keys() if adds_keys else _no_keys())
+    store.ask_running()
     try:
         if dry_run:
             return await _edit_once(store, edit_for(await asked), dry_run)
@@ -53,6 +55,18 @@ async def _run_edit(
             asked.cancel()
         with contextlib.suppress(BaseException):
             await asked
+        await store.close()
+
+
+def _look_early(m: Machine, *, help_too: bool = False) -> None:
+    """Whether the router runs (the plan names what a reload unloads) rides along with the agent's start, and
+    for an edit that writes keys, the server's options (known_keys runs the same `PROGRAM --help`)."""
+    if m.manager is None:
+        return
+    m.manager.ask_early()
+    program = m.manager.literal_program()
+    if help_too and program is not None:
+        m.transport.ask_early([program, "--help"])
 
 
 async def _no_keys() -> frozenset[str]:
@@ -105,18 +119,21 @@ async def cmd_show(ctx: CliContext, args: argparse.Namespace) -> int:
 async def cmd_set(ctx: CliContext, args: argparse.Namespace) -> int:
     values = parse_assignments(args.assignments)
     async with ctx.machine(args.machine) as m:
+        _look_early(m, help_too=True)
         await m.transport.connect()
         return await _run_edit(m, lambda known: set_keys(args.model, values, known), args.dry_run)
 
 
 async def cmd_unset(ctx: CliContext, args: argparse.Namespace) -> int:
     async with ctx.machine(args.machine) as m:
+        _look_early(m)
         await m.transport.connect()
         return await _run_edit(m, lambda known: unset_keys(args.model, list(args.keys)), args.dry_run, adds_keys=False)
 
 
 async def cmd_remove(ctx: CliContext, args: argparse.Namespace) -> int:
     async with ctx.machine(args.machine) as m:
+        _look_early(m)
         await m.transport.connect()
         return await _run_edit(m, lambda known: remove_section(args.model), args.dry_run, adds_keys=False)
 

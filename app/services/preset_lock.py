@@ -156,7 +156,8 @@ async def _remote_lock(
             raise PresetLockError(msg)
         yield
     finally:
+        # The holder ends when its stdin closes, and the lock goes with it: not waited for (a round trip). The
+        # edit's writes were answered before this, and a next writer's flock waits until the holder is gone.
         with contextlib.suppress(Exception):
-            proc.stdin.write_eof()  # the holder ends when its stdin closes, and the lock goes with it
-            await within(proc.wait(), 5)
+            proc.stdin.write_eof()
         proc.close()

@@ -14,17 +14,19 @@ import contextlib
 import posixpath
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
+from urllib.parse import urlsplit
 
-from app.services.errors import PresetError, RouterError, SectionExists, WriteFailed
+from app.services.errors import PresetError, RouterError, SectionExists, TransportError, WriteFailed
 from app.services.help_keys import known_keys_from_help
 from app.services.machine import Machine
 from app.services.preset_diff import changed_sections, unified_diff
 from app.services.preset_fields import validate_key, validate_section_name, validate_value
 from app.services.preset_lock import preset_lock
 from app.services.preset_sections import validate_mapping
+from app.services.preset_write_once import backup_then_write, fits
 from app.services.presets import GLOBAL_SECTION, PresetDoc
 from app.services.types import ModelInfo, RouterState
 
@@ -88,6 +90,9 @@ class PresetStore:
         self.manager = machine.manager
         self.transport = machine.transport
         self._lock_depth = 0
+        self._read_in_hold: PresetSnapshot | None = None  # the last read while this store held the lock
+        self._running: asyncio.Future[list[ModelInfo]] | None = None  # asked ahead by ask_running()
+        self._mode_ahead: tuple[PresetSnapshot, int] | None = None  # the file's mode, read with that snapshot
 
     @contextlib.asynccontextmanager
     async def locked(self, *, create_dir: bool = True) -> AsyncIterator[None]:
@@ -105,7 +110,7 @@ class PresetStore:
             try:
                 yield
             finally:
-                self._lock_depth = 0
+                self._lock_depth, self._read_in_hold = 0, None
 
     async def path(self) -> str:
         return await self.manager.preset_path()
@@ -117,9 +122,12 @@ class PresetStore:
         except FileNotFoundError:
             return PresetSnapshot(path, "", exists=False)
         try:
-            return PresetSnapshot(path, data.decode("utf-8"), exists=True)
+            snap = PresetSnapshot(path, data.decode("utf-8"), exists=True)
         except UnicodeDecodeError:
             raise PresetError(f"{path} is not UTF-8 text; llamaherd will not edit it") from None
+        if self._lock_depth:
+            self._read_in_hold = snap
+        return snap
 
     async def known_keys(self) -> frozenset[str]:
         """Keys the machine's own llama-server accepts (from its --help), cached per machine and program."""
@@ -134,6 +142,21 @@ class PresetStore:
             _known_keys_cache[key] = keys
         return _known_keys_cache[key]
 
+    def ask_running(self) -> None:
+        """Ask the router for its running models now, for the next plan: a headless edit asks while the lock is
+        being taken (the router does not depend on the preset's lock; its models can change after a plan anyway)."""
+        if self._running is None:
+            self._running = asyncio.ensure_future(self.running_models())
+
+    async def close(self) -> None:
+        """Drop what was asked ahead and not used."""
+        ahead, self._running = self._running, None
+        if ahead is not None and not ahead.done():
+            ahead.cancel()
+        if ahead is not None:
+            with contextlib.suppress(BaseException):
+                await ahead
+
     async def running_models(self) -> list[ModelInfo]:
         try:
             client = await self.machine.connect_router()
@@ -143,7 +166,15 @@ class PresetStore:
 
     async def plan(self, edit: Edit, snapshot: PresetSnapshot | None = None) -> PresetPlan:
         # The file and the router's running models are asked together (over ssh: overlapping round trips).
-        snap, running = await asyncio.gather(_given(snapshot) if snapshot else self.read(), self.running_models())
+        ahead, self._running = self._running, None
+        # Inside a hold of the lock over ssh, the file's mode too: the write can then follow the plan at once.
+        mode_ahead = snapshot is None and self._lock_depth > 0 and not self.transport.is_local
+        snap, running, mode = await asyncio.gather(
+            _given(snapshot) if snapshot else self.read(),
+            ahead if ahead is not None else self.running_models(),
+            self._mode_for(await self.path()) if mode_ahead else _given(None),
+        )
+        self._mode_ahead = (snap, mode) if mode is not None else None
         old = snap.doc
         new = edit(old)
         new_text = new.text()
@@ -165,21 +196,46 @@ class PresetStore:
         if plan.no_change:
             return PresetResult(plan, written=False, backup=None, reloaded=False)  # identical text: no reload
         snap = plan.snapshot
+        client = self.machine.client
+        if plan.router_running and client is not None:  # the reload's channel opens while the file is written
+            port = urlsplit(client.base_url).port
+            if port is not None:
+                self.transport.warm_forward(port)
         # Check and write under one lock: otherwise two writers can both pass the check and one edit is lost.
         async with self.locked(create_dir=not snap.exists):
-            current = await self.read()
-            if current.text != snap.text or current.exists != snap.exists:
-                diff = unified_diff(current.text, plan.new_text, snap.path, labels=("on disk now", "your edit"))
-                raise PresetConflict(snap.path, diff)
+            # A plan read in this same hold of the lock (`preset set`: read, plan, write at once) is what is on
+            # disk for every llamaherd; read again only a plan made before (the dashboard's, shown for review).
+            if snap is not self._read_in_hold:
+                current = await self.read()
+                if current.text != snap.text or current.exists != snap.exists:
+                    diff = unified_diff(current.text, plan.new_text, snap.path, labels=("on disk now", "your edit"))
+                    raise PresetConflict(snap.path, diff)
             try:
-                backup, mode = await asyncio.gather(
-                    self._backup(snap) if snap.exists else _given(None), self._mode_for(snap.path)
-                )
-                await self.transport.write_file_atomic(snap.path, plan.new_text.encode("utf-8"), mode=mode)
+                ahead, self._mode_ahead = self._mode_ahead, None
+                old, new = snap.text.encode("utf-8"), plan.new_text.encode("utf-8")
+                backup: str | None
+                if ahead is not None and ahead[0] is snap and snap.exists and fits(old, new):
+                    # Over ssh: the backup, then the preset, in one request; old backups pruned meanwhile.
+                    backup = self._backup_path(snap)
+                    await asyncio.gather(
+                        backup_then_write(self.transport, backup, old, snap.path, new, ahead[1]),
+                        _quietly(self._prune_backups(snap.path, backup)),
+                    )
+                else:
+                    backup, mode = await asyncio.gather(
+                        self._backup(snap) if snap.exists else _given(None), self._mode_for(snap.path)
+                    )
+                    # Old backups are pruned while the preset is written (the new backup exists already); a
+                    # prune that fails leaves them for the next edit and fails nothing.
+                    prune = self._prune_backups(snap.path, backup) if backup else _given(None)
+                    await asyncio.gather(self.transport.write_file_atomic(snap.path, new, mode=mode), _quietly(prune))
             except WriteFailed as e:  # one line naming the preset and why; its text is what it was
                 backup_name = posixpath.basename(e.path)
                 cause = e.cause if e.path == snap.path else f"{e.cause} (making its backup {backup_name})"
                 raise WriteFailed(e.machine, snap.path, f"{cause}; the preset is as it was") from None
+        return await self._reloaded(plan, backup)
+
+    async def _reloaded(self, plan: PresetPlan, backup: str | None) -> PresetResult:
         reloaded = False
         if plan.router_running and self.machine.client is not None:
             await self.machine.client.reload()  # only against a running router; a stopped one reads it at start
@@ -198,17 +254,23 @@ class PresetStore:
         folder = await self.transport.stat(posixpath.dirname(path) or ".")
         return 0o644 & ((folder.mode if folder is not None and folder.mode is not None else 0o755) | 0o600)
 
-    async def _backup(self, snap: PresetSnapshot) -> str:
+    @staticmethod
+    def _backup_path(snap: PresetSnapshot) -> str:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + f"-{int(time.time() * 1000) % 1000:03d}"
-        path = f"{snap.path}.bak-{stamp}"
+        return f"{snap.path}.bak-{stamp}"
+
+    async def _backup(self, snap: PresetSnapshot) -> str:
+        path = self._backup_path(snap)
         await self.transport.write_file_atomic(path, snap.text.encode("utf-8"), mode=0o600)
-        folder, base = posixpath.split(snap.path)
+        return path
+
+    async def _prune_backups(self, preset: str, newest: str) -> None:
+        """Keep the BACKUPS_KEPT newest backups, `newest` (just written, or being written) among them."""
+        folder, base = posixpath.split(preset)
         files = await self.transport.list_files([folder], pattern=f"{base}.bak-*", max_depth=1)
         pattern = re.compile(re.escape(base) + r"\.bak-\d{8}-\d{6}-\d{3}$")
-        backups = sorted(f.path for f in files if pattern.match(posixpath.basename(f.path)))
-        for old in backups[:-BACKUPS_KEPT]:
-            await self.transport.remove(old)
-        return path
+        backups = sorted({newest, *(f.path for f in files if pattern.match(posixpath.basename(f.path)))})
+        await asyncio.gather(*(self.transport.remove(old) for old in backups[:-BACKUPS_KEPT]))
 
 
 # ---- validated edits (each refuses before anything is written) ----
@@ -265,6 +327,11 @@ def remove_section(section: str) -> Edit:
 
 
 _T = TypeVar("_T")
+
+
+async def _quietly(step: Awaitable[object]) -> None:
+    with contextlib.suppress(TransportError, OSError):
+        await step
 
 
 async def _given(value: _T) -> _T:

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import posixpath
 import signal
 import time
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import replace
 
 from app.config import MachineConfig
 from app.services.binary import find_llama_server, program_not_found
@@ -25,6 +23,16 @@ from app.services.bounded import MAX_LOG_LINE, log_text
 from app.services.errors import LifecycleError, RouterError
 from app.services.router_api import RouterClient
 from app.services.router_key import KEY_ENV, KEY_FILE, key_from_env, new_key, parse_key_file
+from app.services.router_look import (
+    THEN_LOOK,
+    Look,
+    look_argv,
+    parse_locked_look,
+    parse_look,
+    write_then_signal_argv,
+)
+from app.services.router_record import RouterRecord as RouterRecord
+from app.services.router_record import RouterStatus as RouterStatus
 from app.services.transport import Transport, same_start
 from app.services.types import RouterState
 
@@ -46,55 +54,15 @@ _TAIL_SCRIPT = '[ -r "$2" ] || exit 1; tail -n "$1" -- "$2" | cut -b "1-$3"'
 _local_locks: dict[tuple[int, str], asyncio.Lock] = {}
 
 
-@dataclass(frozen=True)
-class RouterRecord:
-    pid: int
-    start_time: float
-    port: int
-    program: str
-    preset: str
-    log: str
-    state: RouterState = RouterState.RUNNING  # STARTING, RUNNING or STOPPING
-    started_at: float = 0.0  # wall clock, for uptime
-    argv: tuple[str, ...] = ()
-    models_max: int | None = None
-    # False for a router started before llamaherd gave every router a key: it is open to anyone on that host.
-    requires_key: bool = False
-    stopped_at: float = 0.0  # wall clock of the stop request, so a second stop can say since when
-
-    def to_json(self) -> bytes:
-        d = asdict(self)
-        d["argv"] = list(self.argv)
-        return (json.dumps(d, indent=1) + "\n").encode()
-
-    @staticmethod
-    def from_json(data: bytes) -> RouterRecord | None:
-        try:
-            d: dict[str, Any] = json.loads(data)
-            d["argv"] = tuple(d.get("argv", ()))
-            d["state"] = RouterState(d.get("state", RouterState.RUNNING))
-            return RouterRecord(**d)
-        except (ValueError, TypeError):
-            return None  # a damaged record is a stale record
-
-
-@dataclass(frozen=True)
-class RouterStatus:
-    """What is true of a machine's router right now."""
-
-    state: RouterState  # RUNNING, STARTING, STOPPED (on request), EXITED or ABSENT
-    record: RouterRecord | None = None
-    reason: str = ""
-    log_tail: tuple[str, ...] = ()
-    already: bool = False  # stop(): it was not running when asked, nothing was done
-
-
 class RouterManager:
     def __init__(self, machine: MachineConfig, transport: Transport) -> None:
         self.machine = machine
         self.transport = transport
         self._dir: str | None = None
         self._key: tuple[tuple[int, float], str | None] | None = None  # (pid, start time) -> its key, read once
+        # The key file's key as the last look over ssh found it: (key or None when there is none), or None when
+        # that look could not tell.
+        self._looked_key: tuple[str | None] | None = None
 
     # ---- paths on the serving machine ----
 
@@ -140,12 +108,44 @@ class RouterManager:
         st = await self.transport.live_start_time(rec.pid)
         return st is not None and same_start(st, rec.start_time)
 
+    def ask_early(self) -> None:
+        """Over ssh: the first look (record, process, key) rides along with the connection's agent start."""
+        self.transport.ask_early(self._look_argv())
+
+    def _look_argv(self) -> list[str]:
+        return look_argv(posixpath.join("llamaherd", "routers", self.machine.router), KEY_FILE)
+
+    async def look(self, found: Look | None = None) -> tuple[RouterRecord | None, bool]:
+        """The record, and whether its pid is still that process: over ssh in one request (router_look.py), or
+        from the answer `found` that came with another request."""
+        self._looked_key = None
+        if not self.transport.is_local:
+            if found is None:
+                res = await self.transport.run(self._look_argv())
+                found = parse_look(res.returncode, res.stdout)
+            if found is not None and found.directory == await self.state_dir():
+                if found.key_file is not None:
+                    self._looked_key = (parse_key_file(found.key_file),)
+                rec = RouterRecord.from_json(found.record) if found.record is not None else None
+                if rec is None:
+                    return None, False  # none, or damaged (a damaged record is a stale record)
+                if rec.pid == found.pid:
+                    alive = same_start(found.start_time, rec.start_time)
+                    if alive and rec.requires_key and self._looked_key is not None:  # what client_key reads next
+                        self._key = ((rec.pid, rec.start_time), self._looked_key[0] or self.machine.api_key())
+                    return rec, alive
+        rec = await self.read_record()
+        return rec, rec is not None and await self.is_same_process(rec)
+
     async def inspect(self) -> RouterStatus:
         """Look without changing anything: a running router, one stopped on request, one that exited, or none."""
-        rec = await self.read_record()
+        rec, alive = await self.look()
+        return await self._status_of(rec, alive)
+
+    async def _status_of(self, rec: RouterRecord | None, alive: bool) -> RouterStatus:
         if rec is None:
             return RouterStatus(RouterState.ABSENT, reason="no router has been started here")
-        if await self.is_same_process(rec):
+        if alive:
             starting = rec.state is RouterState.STARTING
             return RouterStatus(RouterState.STARTING if starting else RouterState.RUNNING, rec)
         if rec.state is RouterState.STOPPING:
@@ -154,15 +154,15 @@ class RouterManager:
         why = f"router (pid {rec.pid}) exited without being asked"
         return RouterStatus(RouterState.EXITED, rec, reason=why, log_tail=tail)
 
-    async def adopt(self) -> RouterRecord | None:
+    async def adopt(self, found: Look | None = None) -> RouterRecord | None:
         """The router from the record if it is alive, the same process, and answers /health; else None.
 
         A record of a process that is gone (and was not stopped on request) is stale and is cleared.
         """
-        rec = await self.read_record()
+        rec, alive = await self.look(found)
         if rec is None:
             return None
-        if await self.is_same_process(rec):
+        if alive:
             if rec.state is RouterState.STOPPING:
                 return None  # on its way out
             if await self._healthy(rec.port):
@@ -178,8 +178,8 @@ class RouterManager:
         return None
 
     async def _running_and_healthy(self) -> RouterRecord | None:
-        rec = await self.read_record()
-        if rec is None or rec.state is not RouterState.RUNNING or not await self.is_same_process(rec):
+        rec, alive = await self.look()
+        if rec is None or rec.state is not RouterState.RUNNING or not alive:
             return None
         return rec if await self._healthy(rec.port) else None
 
@@ -225,7 +225,11 @@ class RouterManager:
         written to the key file (0600) either way, which is what the router reads."""
         m = self.machine
         env = m.api_key_env
-        key = key_from_env(m.name, env, m.api_key()) if env else (await self.read_key() or new_key())
+        looked, self._looked_key = self._looked_key, None  # read by the look just before (inside the lock)
+        if env:
+            key = key_from_env(m.name, env, m.api_key())
+        else:
+            key = (looked[0] if looked is not None else await self.read_key()) or new_key()
         await self.transport.write_file_atomic(await self.key_path(), (key + "\n").encode(), mode=0o600)
         return key
 
@@ -240,9 +244,9 @@ class RouterManager:
         rec = await self._running_and_healthy()
         if rec is not None:
             return rec, False
-        async with lock, self._machine_lock():
+        async with lock, self._machine_lock() as found:
             # Asked again inside the lock: two starts at once would otherwise both find none and start two.
-            rec = await self.adopt()
+            rec = await self.adopt(found)
             if rec is not None:
                 return rec, False
             return await self._start_new(), True
@@ -274,19 +278,30 @@ class RouterManager:
             state=RouterState.STARTING, started_at=time.time(), argv=argv, models_max=self.machine.models_max,
             requires_key=True,
         )  # fmt: skip
-        # The record is written while the process is first looked at (one round trip over ssh, not two).
-        _, alive = await asyncio.gather(self.write_record(rec), self.is_same_process(rec))
+        # The record is written while the process is first looked at (one round trip over ssh, not two), and the
+        # first /health is asked meanwhile (its answer is taken only once the process was seen alive).
+        first = asyncio.ensure_future(self._healthy(port, STARTUP_PROBE))
+        probe: asyncio.Future[bool] | None = first
+        try:
+            _, alive = await asyncio.gather(self.write_record(rec), self.is_same_process(rec))
+        except BaseException:
+            first.cancel()
+            raise
         deadline = time.monotonic() + HEALTH_TIMEOUT
         while time.monotonic() < deadline:
             # Watch the process while waiting: a taken port or an unknown flag exits within a second. Looked at
             # before /health too, whose probe a silent squatter on a fixed router_port holds for its whole bound.
             if not alive:
+                if probe is not None:
+                    probe.cancel()
                 await self.clear_record()
                 raise LifecycleError(
                     f"llama-server exited during start-up on {self.machine.name}", await self._new_log(log, offset)
                 )
             # Healthy *and* still our process: on a fixed router_port, another server already there also answers.
-            if await self._healthy(port, STARTUP_PROBE) and await self.is_same_process(rec):
+            healthy = await (probe if probe is not None else self._healthy(port, STARTUP_PROBE))
+            probe = None
+            if healthy and await self.is_same_process(rec):
                 rec = replace(rec, state=RouterState.RUNNING)
                 await self.write_record(rec)
                 return rec
@@ -304,6 +319,13 @@ class RouterManager:
     async def _default_preset(self, preset: str) -> None:
         if not self.machine.preset and await self.transport.stat(preset) is None:
             await self.transport.write_file_atomic(preset, EMPTY_PRESET.encode(), mode=0o600)
+
+    def literal_program(self) -> str | None:
+        """The program as the far side will run it, when that needs nothing read there first (no ~ or $ in it)."""
+        if self.transport.is_local:
+            return None
+        p = self.machine.program or "llama-server"
+        return p if "~" not in p and "$" not in p else None
 
     async def program(self) -> str:
         if self.machine.program:
@@ -325,16 +347,19 @@ class RouterManager:
         return lines[-n:]
 
     @contextlib.asynccontextmanager
-    async def _machine_lock(self) -> AsyncIterator[None]:
-        """A lock on the serving machine (mkdir is atomic there, locally and over ssh) for other processes."""
+    async def _machine_lock(self) -> AsyncIterator[Look | None]:
+        """A lock on the serving machine (mkdir is atomic there, locally and over ssh) for other processes. Over
+        ssh, the first request that takes it also looks at the router (router_look.py) once it holds it."""
         lock = posixpath.join(await self.state_dir(), "start.lock")
         t = self.transport
         deadline = time.monotonic() + HEALTH_TIMEOUT + 10
         first = True
+        found: Look | None = None
         while True:
             if first:  # the state directory made private and the lock taken in one request
                 first = False
-                if await self._private_dirs(lock):
+                taken, found = await self._private_dirs(lock)
+                if taken:
                     break
             elif (await t.run(["mkdir", lock])).ok:
                 break
@@ -346,36 +371,43 @@ class RouterManager:
                 raise LifecycleError(f"another llamaherd is starting the router on {self.machine.name} ({lock})")
             await asyncio.sleep(0.1)
         try:
-            yield
+            yield found
         finally:
             await t.run(["rmdir", lock])
 
-    async def _private_dirs(self, lock: str) -> bool:
-        """Make the state directories (private); then try to take the lock: whether it was taken."""
+    async def _private_dirs(self, lock: str) -> tuple[bool, Look | None]:
+        """Make the state directories (private); then try to take the lock: whether it was taken, and over ssh
+        the look taken once it was (the look's own exit code is its answer's last line)."""
         d = await self.state_dir()
         base = await self.transport.state_dir()
         script = f'{{ {_PRIVATE_DIRS}; }} || exit 1; mkdir -- "$5" 2>/dev/null || exit {_LOCK_TAKEN}'
-        r = await self.transport.run(
-            ["sh", "-c", script, "sh", d, base, posixpath.join(base, "routers"), await self.log_path(), lock]
-        )
+        argv = ["sh", "-c", script, "sh", d, base, posixpath.join(base, "routers"), await self.log_path(), lock]
+        remote = not self.transport.is_local
+        if remote:
+            argv[2] = script + THEN_LOOK
+            argv += self._look_argv()[2:]  # LOOK_SCRIPT and its parameters
+        r = await self.transport.run(argv)
         if r.returncode == _LOCK_TAKEN:
-            return False
+            return False, None
         if not r.ok:
             detail = r.stderr.decode(errors="replace").strip() or f"exit code {r.returncode}"
             raise LifecycleError(f"cannot make the state directory {d} on {self.machine.name}: {detail}")
-        return True
+        return True, parse_locked_look(r.stdout) if remote else None
 
     # ---- stopping ----
 
     async def stop(self) -> RouterStatus:
         """Stop on request: mark the record "stopping" first, then SIGTERM, then SIGKILL after a grace period."""
-        rec = await self.read_record()
-        if rec is None or not await self.is_same_process(rec):
-            return replace(await self.inspect(), already=True)
+        rec, alive = await self.look()
+        if rec is None or not alive:
+            return replace(await self._status_of(rec, alive), already=True)
         rec = replace(rec, state=RouterState.STOPPING, stopped_at=time.time())
-        await self.write_record(rec)
         t = self.transport
-        await t.kill(rec.pid, signal.SIGTERM)
+        if t.is_local:
+            await self.write_record(rec)
+            await t.kill(rec.pid, signal.SIGTERM)
+        else:  # one request over ssh: the record says "stopping" before the signal is sent, as above
+            await self._mark_and_signal(rec, signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT
         while time.monotonic() < deadline:
             if not await self.is_same_process(rec):
@@ -383,6 +415,13 @@ class RouterManager:
             await asyncio.sleep(0.1)
         await t.kill(rec.pid, signal.SIGKILL)
         return RouterStatus(RouterState.STOPPED, rec, reason="stopped on request (killed after a 15 s grace period)")
+
+    async def _mark_and_signal(self, rec: RouterRecord, sig: int) -> None:
+        """Write the record (as write_file_atomic's script does when there is no SFTP), then signal its pid."""
+        r = await self.transport.run(write_then_signal_argv(await self.record_path(), rec.to_json(), sig, rec.pid))
+        if r.returncode == 1:
+            detail = r.stderr.decode(errors="replace").strip() or "exit code 1"
+            raise LifecycleError(f"cannot mark the router on {self.machine.name} as stopping: {detail}")
 
     # ---- logs ----
 

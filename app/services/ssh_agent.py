@@ -16,6 +16,7 @@ import collections
 import contextlib
 import shlex
 import time
+from collections.abc import Sequence
 
 import asyncssh
 
@@ -29,6 +30,8 @@ MAX_STARTS = 3  # per connection: an agent that keeps dying is given up on until
 START_TIMEOUT = 15.0  # the user's login shell runs once here (a heavy .bashrc takes seconds on a busy host)
 MAX_IN_FLIGHT = 32  # requests running at once on the far side (each is a process there)
 RTT_SAMPLES = 16  # the round trip is the quickest of the last this many requests (most are tiny)
+EARLY_LIMIT = 16 * 1024  # bytes of early requests in the agent's command line (sshd takes 256 KiB packets)
+EARLY_FRESH = 10.0  # s after the start an early answer is still taken for a request asked now
 _MAX_HEADER = 256
 _MAX_GREETING = 64 * 1024  # what a login shell may print before the agent's first line
 _READ_CHUNK = 1 << 16
@@ -102,6 +105,8 @@ class RemoteAgent:
         self._down: str | None = None
         # The answer to request 0, which the agent runs unasked at start: ENV_SCRIPT's output.
         self.environment: asyncio.Future[_Answer] | None = None
+        self._early: dict[str, int] = {}  # command -> the id it was run under at start
+        self._started = 0.0
 
     @property
     def round_trip(self) -> float | None:
@@ -112,21 +117,33 @@ class RemoteAgent:
     def alive(self) -> bool:
         return self._down is None and self._proc is not None and not self.conn.is_closed()
 
-    async def start(self, timeout: float = START_TIMEOUT) -> None:
-        """Open the session and wait for the agent's first line; AgentDown when it does not come."""
-        cmd = "exec sh -c " + shlex.quote(AGENT_SCRIPT)
-        note(self.name, "session", "agent start")
+    async def start(self, timeout: float = START_TIMEOUT, early: Sequence[str] = ()) -> None:
+        """Open the session and wait for the agent's first line; AgentDown when it does not come. `early`
+        commands are run at start (requests 1..n, in the command line): `run` of one of them takes that answer."""
+        early = _bounded(early)
+        cmd = shlex.join(["exec", "sh", "-c", AGENT_SCRIPT, "sh", *early])
+        note(self.name, "session", "agent start" + (f" with {len(early)} early requests" if early else ""))
+        t0 = time.monotonic()
         try:
             opened = self.conn.create_process(cmd, encoding=None, stderr=asyncssh.DEVNULL)
             proc = await within(opened, timeout)
+            # Two round trips (channel open, exec) and the login shell's start: until a request has measured
+            # one, half of it stands for the round trip (too long rather than too short, for timeouts).
+            self._took.append((time.monotonic() - t0) / 2)
             self._proc = proc
             line, rest = await within(self._ready_line(proc), timeout)
         except (asyncssh.Error, OSError, TimeoutError, asyncio.IncompleteReadError, ValueError) as e:
             self._fail(f"the remote agent did not start: {type(e).__name__} {e}".strip())
             raise AgentDown(f"{self.name}: {self._down}") from None
         self.pid = int(line.split()[2])
-        self._waiting[0] = self.environment = asyncio.get_running_loop().create_future()
-        self.environment.add_done_callback(lambda f: f.cancelled() or f.exception())  # nobody may ask for it
+        loop = asyncio.get_running_loop()
+        self._waiting[0] = self.environment = loop.create_future()
+        for command in early:  # ids 1..n, as the agent numbers its arguments
+            self._next_id += 1
+            self._waiting[self._next_id], self._early[command] = loop.create_future(), self._next_id
+        for f in self._waiting.values():
+            f.add_done_callback(lambda f: f.cancelled() or f.exception())  # nobody may ask for it
+        self._started = time.monotonic()
         self._reader = asyncio.get_running_loop().create_task(self._read_answers(rest))
 
     @staticmethod
@@ -153,22 +170,30 @@ class RemoteAgent:
         async with self._slots:
             if not self.alive or self._proc is None:
                 raise AgentDown(f"{self.name}: the remote agent is not running ({self._down or 'closed'})")
-            self._next_id += 1
-            rid = self._next_id
-            note(self.name, "agent", what)
+            early = self._early.pop(command, None)
+            fut = self._waiting.get(early) if early is not None else None
+            if early is not None and (fut is None or time.monotonic() - self._started > EARLY_FRESH):
+                self._waiting.pop(early, None)
+                early = fut = None  # asked too long ago to be the answer now
+            if early is None:
+                self._next_id += 1
+            rid = early if early is not None else self._next_id
+            note(self.name, "agent", what + (" (sent at start)" if early is not None else ""))
             self.requests += 1
-            fut: asyncio.Future[_Answer] = asyncio.get_running_loop().create_future()
-            self._waiting[rid] = fut
+            if fut is None:
+                fut = self._waiting[rid] = asyncio.get_running_loop().create_future()
             try:
                 try:
-                    self._proc.stdin.write(request_text(rid, command))
+                    if early is None:
+                        self._proc.stdin.write(request_text(rid, command))
                 except (asyncssh.Error, OSError) as e:
                     self._fail(f"cannot send to the remote agent: {e}")
                     raise AgentDown(f"{self.name}: {self._down}") from None
                 t0 = time.monotonic()
                 try:
                     ans = await within(asyncio.shield(fut), timeout)  # a cancel is never lost (waits.py)
-                    self._took.append(time.monotonic() - t0)
+                    if early is None:  # an answer sent at start may have been here already: not a round trip
+                        self._took.append(time.monotonic() - t0)
                 except TimeoutError:
                     self._stop_request(rid)
                     raise TransportError(f"{self.name}: {what or 'command'} timed out after {timeout} s") from None
@@ -242,6 +267,18 @@ class RemoteAgent:
                 await task
 
 
+def _bounded(early: Sequence[str]) -> list[str]:
+    """The early commands that fit in the agent's command line (the rest go the usual way), each once."""
+    out: list[str] = []
+    size = 0
+    for c in dict.fromkeys(early):
+        size += len(c.encode("utf-8", errors="surrogateescape")) + 3
+        if "\0" in c or size > EARLY_LIMIT:
+            break
+        out.append(c)
+    return out
+
+
 class AgentKeeper:
     """The agent of the current connection: started on first use and again after a reconnect (or after it died,
     up to MAX_STARTS times per connection). `get` gives None where it cannot run: the caller uses one ssh
@@ -257,6 +294,7 @@ class AgentKeeper:
         self._tries = 0
         self._lock = asyncio.Lock()
         self._rtt = 0.0
+        self.early: list[str] = []  # commands for the next agent start to run (Transport.ask_early)
 
     @property
     def agent(self) -> RemoteAgent | None:
@@ -288,8 +326,9 @@ class AgentKeeper:
                 return None
             self._tries += 1
             a = RemoteAgent(self.name, conn)
+            early, self.early = self.early, []
             try:
-                await a.start()
+                await a.start(early=early)
             except AgentDown as e:
                 self._tries = MAX_STARTS
                 self.fallback_reason = str(e)

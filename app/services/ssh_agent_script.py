@@ -8,6 +8,8 @@ Protocol (all text lines on the agent's stdin/stdout):
   and <err> bytes of stderr; <out>/<err> are cut at OUTPUT_LIMIT, the totals say what the command wrote.
 - at start: `@@llamaherd-agent ready <pid>`, then the answer to request 0, which nobody sent: the login's $HOME
   and $XDG_STATE_HOME (ENV_SCRIPT), which every command needs first; so reading them costs no round trip.
+  The agent's own arguments are requests 1..n, run at start the same way (what a command asked for before
+  connecting: Transport.ask_early); they too cost no round trip of their own.
 Each request runs in the background (several in flight; a slow one blocks nobody); its output goes to files in
 a private 0700 directory and one emitter loop sends finished answers one at a time, so answers never interleave.
 No umask is set: the commands (and a router they start) get the login's own, as on a session of their own;
@@ -89,6 +91,8 @@ job() {{
 }}
 echo "{MARK} ready $$"
 job 0 {shlex.quote(ENV_SCRIPT)}
+n=0
+for c in "$@"; do n=$((n + 1)); job "$n" "$c"; done
 while IFS= read -r h; do
   set -- $h
   case $1 in

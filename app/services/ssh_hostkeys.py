@@ -14,6 +14,8 @@ from typing import Literal
 
 import asyncssh
 
+from app.services.ssh_auth import pipeline_auth, skip_none_probe
+
 Problem = Literal["changed", "unknown"]
 
 
@@ -34,7 +36,7 @@ class SeenKey:
 
 
 class SshClient(asyncssh.SSHClient):
-    """Host-key policy and link-loss notice for one connection attempt."""
+    """Host-key policy, link-loss notice and the auth order (ssh_auth.py) for one connection attempt."""
 
     def __init__(
         self,
@@ -47,6 +49,15 @@ class SshClient(asyncssh.SSHClient):
         self._on_lost = on_lost
         self.problem: tuple[Problem, SeenKey] | None = None
         self.accepted: SeenKey | None = None
+        self._conn: asyncssh.SSHClientConnection | None = None
+
+    def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
+        self._conn = conn
+        pipeline_auth(conn)
+
+    def begin_auth(self, username: str) -> None:
+        if self._conn is not None:
+            skip_none_probe(self._conn)
 
     def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
         # Only called for a key known_hosts does not already trust. If known_hosts holds any key for this

@@ -15,6 +15,7 @@ import asyncssh
 from app.services.backoff import Backoff
 from app.services.errors import HostKeyError, TransportError
 from app.services.remote_trace import note
+from app.services.ssh_auth import install as signed_first_auth
 from app.services.ssh_hostkeys import (
     SshClient,
     describe,
@@ -166,6 +167,7 @@ class SshLink:
             raise TransportError(f"{t.name}: cannot use the ssh settings for {t.host}: {e}") from None
         if algs:
             opts["server_host_key_algs"] = algs
+        signed_first_auth()  # one round trip for a key file's auth, not three
         note(t.name, "connect", t.host)
         try:
             # asyncssh's connect_timeout covers the handshake; the outer bound is for anything it misses.

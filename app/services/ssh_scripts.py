@@ -6,6 +6,15 @@ from __future__ import annotations
 MISSING = 44  # exit code our scripts use for "no such file"
 
 START_TIME_SCRIPT = 'getconf CLK_TCK 2>/dev/null || echo 100; grep "^btime " /proc/stat; cat "/proc/$1/stat"'
+# spawn_detached's argv ("$@"), then START_TIME_SCRIPT's lines for the pid it printed last, after SPAWNED_MARK.
+SPAWNED_MARK = b"\n@@llamaherd-spawned\n"
+SPAWN_THEN_START_TIME = f"""out=$("$@") || {{ r=$?; printf '%s\\n' "$out"; exit "$r"; }}
+printf '%s\\n' "$out"
+p=$(printf '%s\\n' "$out" | tail -n 1)
+printf '{SPAWNED_MARK.decode().strip()}\\n'
+getconf CLK_TCK 2>/dev/null || echo 100; grep "^btime " /proc/stat; cat "/proc/$p/stat" 2>/dev/null
+exit 0
+"""
 TREE_SCRIPT = "getconf PAGESIZE 2>/dev/null || echo 4096; cat /proc/[0-9]*/stat 2>/dev/null; exit 0"
 PORTS_SCRIPT = "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; exit 0"
 ENV_SCRIPT = 'printf "%s\\n%s" "$HOME" "${XDG_STATE_HOME-}"'

@@ -18,6 +18,7 @@ import errno
 import os
 import posixpath
 import shlex
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 
 import asyncssh
@@ -38,6 +39,8 @@ from app.services.ssh_scripts import (
     PORTS_SCRIPT,
     READ_SCRIPT,
     RENAME_SCRIPT,
+    SPAWN_THEN_START_TIME,
+    SPAWNED_MARK,
     START_TIME_SCRIPT,
     STAT_SCRIPT,
     TREE_SCRIPT,
@@ -117,6 +120,7 @@ class SshTransport(Transport):
         self._env_of = 0  # the connection (by count) _env was read on
         self._forwards = PortForwards(self._open_channel)
         self._prev_cpu: probes.CpuSample | None = None
+        self._spawned: tuple[int, float | None, float] | None = None  # (pid, start time, when) of the last spawn
 
     # ---- connection ----
 
@@ -132,6 +136,13 @@ class SshTransport(Transport):
 
     def round_trip(self) -> float:
         return self.agent.round_trip()
+
+    def warm_forward(self, local_port: int) -> None:
+        self._forwards.warm(local_port)
+
+    def ask_early(self, argv: Sequence[str]) -> None:
+        if argv:
+            self.agent.early.append(shlex.join(argv))
 
     async def connect(self) -> None:
         """Connect now (an explicit request skips the backoff wait)."""
@@ -204,9 +215,15 @@ class SshTransport(Transport):
         cwd: str | None = None,
         env_files: Mapping[str, str] | None = None,
     ) -> int:
-        cmd = shlex.join(spawn_args(argv, log_path, env, cwd, env_files))
-        res = await self._exec(cmd, what=argv[0] if argv else "")
-        return parse_spawn_output(self.name, res)
+        # The new process's start time is read in the same request (its pid is the last line): the caller asks
+        # for it next, and process_start_time then answers from here.
+        spawn = spawn_args(argv, log_path, env, cwd, env_files)
+        res = await self._exec(shlex.join(["sh", "-c", SPAWN_THEN_START_TIME, "sh", *spawn]), what=argv[0])
+        head, sep, tail = res.stdout.partition(SPAWNED_MARK)
+        pid = parse_spawn_output(self.name, RunResult(res.returncode, head, res.stderr))
+        if sep:
+            self._spawned = (pid, self._parse_start_time(tail, live_only=False), time.monotonic())
+        return pid
 
     async def pid_alive(self, pid: int) -> bool:
         res = await self.run(["cat", f"/proc/{int(pid)}/stat"])
@@ -225,9 +242,16 @@ class SshTransport(Transport):
         return await self._start_time(pid, live_only=True)
 
     async def _start_time(self, pid: int, *, live_only: bool) -> float | None:
+        spawned, self._spawned = self._spawned, None
+        if spawned is not None and spawned[0] == pid and not live_only and time.monotonic() - spawned[2] < 5:
+            return spawned[1]  # read with the spawn, moments ago
         res = await self._sh(START_TIME_SCRIPT, str(int(pid)), what="process start time")
-        lines = res.stdout.decode(errors="replace").splitlines()
-        if not res.ok or len(lines) < 3:
+        return self._parse_start_time(res.stdout if res.ok else b"", live_only=live_only)
+
+    @staticmethod
+    def _parse_start_time(out: bytes, *, live_only: bool) -> float | None:
+        lines = out.decode(errors="replace").splitlines()
+        if len(lines) < 3:
             return None
         try:
             clk = int(lines[0])

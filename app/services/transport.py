@@ -155,6 +155,17 @@ class Transport(ABC):
         """The link's measured round trip in seconds (0 where there is no link to measure)."""
         return 0.0
 
+    def ask_early(self, argv: Sequence[str]) -> None:
+        """A command whose answer is wanted right after connecting (a headless command's first look). Over ssh it
+        is run when the connection's agent starts, at no round trip of its own, and the first `run` of the same
+        argv soon after takes that answer. Elsewhere nothing is done early."""
+        return None
+
+    def warm_forward(self, local_port: int) -> None:
+        """A request to this forwarded local port is about to be sent: over ssh its channel is opened now, so the
+        request costs one round trip, not two. Elsewhere nothing."""
+        return None
+
     @abstractmethod
     async def connect(self) -> None: ...
 

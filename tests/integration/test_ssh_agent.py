@@ -218,3 +218,56 @@ async def test_the_login_shell_runs_once_and_its_greeting_is_skipped(sshd: SshSe
         assert (sshd.workdir / "home" / "bashrc-runs").read_text() == "run\n"
     finally:
         await t.close()
+
+
+async def test_a_command_asked_early_runs_once_with_the_agents_start(
+    sshd: SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("LLAMAHERD_TRACE_REMOTE", str(trace))
+    ran = tmp_path / "ran"
+    early = ["sh", "-c", 'echo run >>"$1"; echo "$$"', "sh", str(ran)]
+    t = ssh_transport(sshd)
+    try:
+        t.ask_early(early)
+        await t.connect()
+        first = await t.run(early)  # the answer of the run at start: not sent again
+        assert first.ok and first.stdout.strip().isdigit()
+        assert ran.read_text() == "run\n"
+        assert "(sent at start)" in trace.read_text()
+        again = await t.run(early)  # taken once: a second run is a request of its own
+        assert again.ok and again.stdout != first.stdout
+        assert ran.read_text() == "run\nrun\n"
+        # What was measured stays a round trip: the answer already here is not a sample of it.
+        assert t.round_trip() > 0
+    finally:
+        await t.close()
+
+
+async def test_a_command_asked_early_where_the_agent_cannot_start_runs_once_in_a_session(
+    sshd: SshServer, broken_mkfifo: None, tmp_path: Path
+) -> None:
+    ran = tmp_path / "ran"
+    early = ["sh", "-c", 'echo run >>"$1"', "sh", str(ran)]
+    t = ssh_transport(sshd)
+    try:
+        t.ask_early(early)
+        await t.connect()
+        assert (await t.run(early)).ok
+        assert t.agent.agent is None
+        assert ran.read_text() == "run\n"
+    finally:
+        await t.close()
+
+
+async def test_a_spawned_process_start_time_comes_with_the_spawn(ssh: SshTransport, tmp_path: Path) -> None:
+    pid = await ssh.spawn_detached(["sleep", "30"], log_path=str(tmp_path / "spawned.log"))
+    try:
+        before = agent_of(ssh).requests
+        first = await ssh.process_start_time(pid)
+        assert agent_of(ssh).requests == before  # read in the spawn's own request
+        assert first is not None and abs(first - psutil.Process(pid).create_time()) <= 1.0
+        again = await ssh.process_start_time(pid)  # taken once: asked again, it is read afresh
+        assert again == first and agent_of(ssh).requests == before + 1
+    finally:
+        stop(pid)

@@ -211,6 +211,37 @@ async def test_forward_port_comes_back_on_the_same_port(sshd: SshServer) -> None
         await server.wait_closed()
 
 
+async def test_a_warmed_forward_carries_the_next_connection_on_the_channel_opened_ahead(
+    sshd: SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while data := await reader.read(1024):
+            writer.write(b"echo:" + data)
+            await writer.drain()
+        writer.close()
+
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("LLAMAHERD_TRACE_REMOTE", str(trace))
+    server = await asyncio.start_server(echo, "127.0.0.1", 0)
+    t = ssh_transport(sshd)
+    try:
+        local_port = await t.forward_port(server.sockets[0].getsockname()[1])
+        t.warm_forward(local_port)
+        t.warm_forward(local_port)  # one ahead at most
+        await wait_for(lambda: trace.read_text().count(" channel ") == 1, 5, what="the channel opened ahead")
+        for _ in range(2):  # the first takes the warm channel, the second opens its own
+            reader, writer = await asyncio.open_connection("127.0.0.1", local_port)
+            writer.write(b"ping")
+            await writer.drain()
+            assert await asyncio.wait_for(reader.read(100), 5) == b"echo:ping"
+            writer.close()
+        assert trace.read_text().count(" channel ") == 2
+    finally:
+        await t.close()
+        server.close()
+        await server.wait_closed()
+
+
 async def test_alias_from_ssh_config(sshd: SshServer, tmp_path: Path) -> None:
     cfg = tmp_path / "ssh_config"
     cfg.write_text(sshd.ssh_config("gpubox"))

@@ -1,0 +1,112 @@
+"""A managed router's record, whether its process is still that process, and its key, in one remote request; and
+the other steps of start and stop that go together in one request over ssh.
+
+Every command begins by reading the record and then asking about the pid it names: two round trips over ssh,
+one after the other. The script below does both on the far side (and reads the key file beside the record,
+which a client of the router needs next), so it is one request; and since it needs no value from this side
+but the router's name, a command can ask for it before connecting (Transport.ask_early), and it rides along
+with the remote agent's start at no round trip of its own.
+
+The far side finds the state directory as expand_template does ($XDG_STATE_HOME when absolute, else
+$HOME/.local/state); the directory it used is the answer's first line, and an answer for another directory
+than ours, or one that does not parse, is not used (the caller reads the record the usual way).
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+from app.services import probes
+from app.services.ssh_scripts import MISSING, WRITE_SCRIPT
+
+KEY_READ_LIMIT = 4096
+NO_KEY_FILE, KEY_UNREADABLE = -1, -2
+# $1: the router's directory under the state base ("llamaherd/routers/NAME"); $2: the key file's name.
+# Output: the directory; the key file's size (NO_KEY_FILE, KEY_UNREADABLE) and then that many bytes of it (cut at
+# KEY_READ_LIMIT); and when there is a record (else exit MISSING): the pid it names (0 if none); CLK_TCK; the btime
+# line; /proc/PID/stat (empty when gone); the record, to the end.
+LOOK_SCRIPT = f"""case ${{XDG_STATE_HOME-}} in /*) b=$XDG_STATE_HOME ;; *) b=$HOME/.local/state ;; esac
+LC_ALL=C; export LC_ALL  # so that ${{#k}} counts bytes
+d=$b/$1
+printf '%s\\n' "$d"
+if [ -r "$d/$2" ]; then k=$(head -c {KEY_READ_LIMIT} -- "$d/$2"); printf '%s\\n%s' "${{#k}}" "$k"
+elif [ -e "$d/$2" ]; then echo {KEY_UNREADABLE}; else echo {NO_KEY_FILE}; fi
+[ -e "$d/record.json" ] || exit {MISSING}
+r=$(cat -- "$d/record.json") || exit 1
+p=$(printf '%s\\n' "$r" | sed -n 's/^ *"pid": *\\([0-9][0-9]*\\), *$/\\1/p' | head -n 1)
+printf '\\n%s\\n' "${{p:-0}}"
+getconf CLK_TCK 2>/dev/null || echo 100
+grep "^btime " /proc/stat || echo
+{{ [ -n "$p" ] && cat "/proc/$p/stat" 2>/dev/null; }} || echo
+printf '%s' "$r"
+"""
+
+
+@dataclass(frozen=True)
+class Look:
+    directory: str
+    record: bytes | None  # None: there is no record
+    pid: int  # the pid the far side found in the record (0: none)
+    start_time: float | None  # that pid's start time, None when it is gone or a zombie
+    key_file: bytes | None  # None: the key file exists but could not be read
+    key_exists: bool = True
+
+
+def look_argv(router_dir: str, key_file: str) -> list[str]:
+    return ["sh", "-c", LOOK_SCRIPT, "sh", router_dir, key_file]
+
+
+def parse_look(rc: int, out: bytes) -> Look | None:
+    """The answer, or None when it is not one (the caller then reads the record the usual way)."""
+    if rc not in (0, MISSING):
+        return None
+    directory, _, rest = out.partition(b"\n")
+    klen_s, nl, rest = rest.partition(b"\n")
+    try:
+        klen = int(klen_s)
+    except ValueError:
+        return None
+    if not nl or klen > min(KEY_READ_LIMIT, len(rest)) or klen < KEY_UNREADABLE:
+        return None
+    key: bytes | None = rest[:klen] if klen >= 0 else (b"" if klen == NO_KEY_FILE else None)
+    rest = rest[max(klen, 0) :]
+    where = directory.decode(errors="surrogateescape")
+    if rc == MISSING:
+        return Look(where, None, 0, None, key, klen != NO_KEY_FILE) if not rest.strip(b"\n") else None
+    parts = rest.split(b"\n", 5)
+    if len(parts) != 6 or parts[0]:
+        return None
+    _, pid_s, clk_s, btime_s, stat_s, record = parts
+    try:
+        pid = int(pid_s)
+        start: float | None = None
+        if stat_s.strip():
+            st = probes.parse_pid_stat(stat_s.decode(errors="replace"))
+            btime = probes.parse_btime(btime_s.decode(errors="replace"))
+            if st.state != "Z":
+                start = probes.start_time(st.starttime, int(clk_s), btime)
+    except ValueError:
+        return None
+    return Look(where, record, pid, start, key, klen != NO_KEY_FILE)
+
+
+# Appended to a script that took the start lock (its five parameters shifted away, then LOOK_SCRIPT and its own):
+# the look once the lock is held, with the look's exit code as the last line.
+THEN_LOOK = '\nshift 5; s=$1; shift; sh -c "$s" "$@"; r=$?; echo; echo "$r"'
+
+
+def parse_locked_look(out: bytes) -> Look | None:
+    rest, _, rc = out.removesuffix(b"\n").rpartition(b"\n")
+    return parse_look(int(rc), rest) if rc.strip().isdigit() else None
+
+
+# $1 WRITE_SCRIPT, $2 path, $3 mode, $4 base64 data, $5 signal, $6 pid: the write, and only then the signal (stop
+# marks the record "stopping" before SIGTERM, so watchers say "stopped on request", not "crashed").
+_WRITE_THEN_SIGNAL = 'sh -c "$1" sh "$2" "$3" "$4" >/dev/null || exit 1; kill -"$5" "$6" 2>/dev/null || exit 2'
+
+
+def write_then_signal_argv(path: str, data: bytes, sig: int, pid: int) -> list[str]:
+    """One request instead of two (exit 1: not written, nothing signalled; 2: written, the signal failed)."""
+    b64 = base64.b64encode(data).decode("ascii")
+    return ["sh", "-c", _WRITE_THEN_SIGNAL, "sh", WRITE_SCRIPT, path, "600", b64, str(int(sig)), str(int(pid))]

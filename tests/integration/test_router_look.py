@@ -1,0 +1,124 @@
+"""The record, its process and its key in one request over ssh (app/services/router_look.py), against the real
+sshd; the process a record names is a real one started here (the far side is this machine). No mocks."""
+
+from __future__ import annotations
+
+import posixpath
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from app.config import MachineConfig
+from app.services.router_look import parse_look
+from app.services.routers import RouterManager, RouterRecord
+from app.services.ssh_scripts import MISSING
+from app.services.types import RouterState
+from tests.helpers.processes import stop
+from tests.sshd import SshServer, ssh_transport
+
+pytestmark = pytest.mark.ssh
+
+
+@pytest.fixture
+def sleeper() -> Iterator[psutil.Process]:
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield psutil.Process(p.pid)
+    stop(p.pid)
+    p.wait()
+
+
+def record_for(p: psutil.Process, **kw: object) -> RouterRecord:
+    vals: dict[str, object] = dict(pid=p.pid, start_time=p.create_time(), port=1, program="x", preset="p", log="l")
+    vals.update(kw)
+    return RouterRecord(**vals)  # type: ignore[arg-type]
+
+
+async def test_one_request_says_record_process_and_key(
+    sshd: SshServer, tmp_path: Path, sleeper: psutil.Process
+) -> None:
+    t = ssh_transport(sshd)
+    m = RouterManager(MachineConfig(name="box", host=sshd.host, router=f"look-{tmp_path.name}"), t)
+    try:
+        assert await m.look() == (None, False)
+        rec = record_for(sleeper, requires_key=True)
+        await m.write_record(rec)
+        await t.write_file_atomic(await m.key_path(), b"sekrit-key\n")
+        before = t.agent.agent.requests if t.agent.agent else 0
+        assert await m.look() == (rec, True)
+        assert t.agent.agent is not None and t.agent.agent.requests - before == 1
+        assert await m.client_key(rec) == "sekrit-key"  # taken from the look: no request of its own
+        assert t.agent.agent.requests - before == 1
+        # the same pid with another start time is another process (a reused pid)
+        other = record_for(sleeper, start_time=sleeper.create_time() - 100, state=RouterState.STOPPING)
+        await m.write_record(other)
+        assert await m.look() == (other, False)
+        stop(sleeper.pid)  # a zombie until reaped: not the router any more
+        await m.write_record(rec)
+        assert await m.look() == (rec, False)
+        assert (await m.inspect()).state is RouterState.EXITED
+        await t.write_file_atomic(await m.record_path(), b"{not json")
+        assert await m.look() == (None, False)
+    finally:
+        await t.close()
+
+
+def test_answers_that_are_not_one_are_not_used() -> None:
+    none = parse_look(MISSING, b"/s/llamaherd/routers/r\n-1\n")
+    assert none is not None and none.record is None and none.key_file == b"" and not none.key_exists
+    keyed = parse_look(MISSING, b"/d\n3\nkey")
+    assert keyed is not None and keyed.key_file == b"key" and keyed.key_exists
+    locked = parse_look(MISSING, b"/d\n-2\n")
+    assert locked is not None and locked.key_file is None and locked.key_exists
+    assert parse_look(MISSING, b"two\nlines\n") is None
+    assert parse_look(1, b"") is None
+    assert parse_look(0, b"/d\n-1\n\nnot-a-number\n100\nbtime 1\n\n{}") is None
+    assert parse_look(0, b"/d\n99\nshort") is None  # a key longer than what came
+    gone = parse_look(0, b"/d\n3\nkey\n12\n100\nbtime 1\n\n{}")
+    assert gone is not None and gone.start_time is None and gone.key_file == b"key" and gone.record == b"{}"
+    stat = b"12 (x y) %s " + b"0 " * 18 + b"500 0 0\n"
+    live = parse_look(0, b"/d\n-1\n\n12\n100\nbtime 1000\n" + stat.replace(b"%s", b"S") + b"{}")
+    assert live is not None and live.start_time == 1005.0 and live.pid == 12
+    zombie = parse_look(0, b"/d\n-1\n\n12\n100\nbtime 1000\n" + stat.replace(b"%s", b"Z") + b"{}")
+    assert zombie is not None and zombie.start_time is None
+
+
+async def test_taking_the_start_lock_over_ssh_brings_the_look(
+    sshd: SshServer, tmp_path: Path, sleeper: psutil.Process
+) -> None:
+    t = ssh_transport(sshd)
+    m = RouterManager(MachineConfig(name="box", host=sshd.host, router=f"lock-{tmp_path.name}"), t)
+    try:
+        async with m._machine_lock() as found:
+            assert found is not None and found.record is None and found.directory == await m.state_dir()
+            assert found.key_file == b"" and not found.key_exists
+        rec = record_for(sleeper)
+        await m.write_record(rec)
+        await t.write_file_atomic(await m.key_path(), b"k-1\n")
+        async with m._machine_lock() as found:
+            assert found is not None and found.key_file == b"k-1" and await m.look(found) == (rec, True)
+            # held: a second taker is refused until it is released
+            assert (await m._private_dirs(posixpath.join(await m.state_dir(), "start.lock"))) == (False, None)
+    finally:
+        await t.close()
+
+
+async def test_stop_over_ssh_marks_the_record_then_signals(
+    sshd: SshServer, tmp_path: Path, sleeper: psutil.Process
+) -> None:
+    t = ssh_transport(sshd)
+    m = RouterManager(MachineConfig(name="box", host=sshd.host, router=f"stop-{tmp_path.name}"), t)
+    try:
+        await m.write_record(record_for(sleeper))
+        st = await m.stop()
+        assert st.state is RouterState.STOPPED and not st.already, st
+        assert sleeper.status() == psutil.STATUS_ZOMBIE  # SIGTERM reached it (our child: nobody reaps it yet)
+        after = await m.read_record()
+        assert after is not None and after.state is RouterState.STOPPING and after.stopped_at > 0
+        again = await m.stop()
+        assert again.already and again.state is RouterState.STOPPED and again.reason == "stopped on request"
+    finally:
+        await t.close()
