@@ -48,6 +48,10 @@ from app.services.types import (
 from app.services.waits import within
 
 STATS_EVERY = 2.0
+# The router's process-tree RSS (router and model children) is measured every this many stats rounds (10 s) and
+# sent with each round's stats in between: locally each measure walks the whole process table, over ssh it is an
+# agent request, and nothing on the dashboard needs it fresher (the cards show host figures).
+RSS_EVERY_ROUNDS = 5
 INSPECT_EVERY = 2.0  # how often a stopped/absent router is looked at again
 LOG_FLUSH_EVERY = 0.1
 # Lines parsed per flush, at most (5,000 a second): more than anyone reads; beyond it the newest are kept and the
@@ -341,12 +345,18 @@ class Machine:
     # ---- host stats ----
 
     async def _follow_stats(self) -> None:
+        rss: int | None = None
+        rss_of: int | None = None  # the pid `rss` was measured for
+        rss_age = 0  # rounds since it was
         while True:
             try:
                 stats = await self.transport.host_stats()
-                rss = None
-                if self.view.pid and self.view.router_state is RouterState.RUNNING:
-                    rss = await self.transport.process_tree_rss(self.view.pid)
+                pid = self.view.pid if self.view.router_state is RouterState.RUNNING else None
+                rss_age += 1
+                if pid is None:
+                    rss, rss_of = None, None
+                elif pid != rss_of or rss_age >= RSS_EVERY_ROUNDS:
+                    rss, rss_of, rss_age = await self.transport.process_tree_rss(pid), pid, 0
                 self.emit(HostStatsChanged(self.name, stats, rss))
             except asyncio.CancelledError:
                 raise

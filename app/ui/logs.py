@@ -256,12 +256,23 @@ class LogPanel(ScrollView, can_focus=True):
         self._paint_due = False
         self._last_paint = time.monotonic()
         self.paints += 1
-        self.virtual_size = Size(self._width, self.line_count)
+        self._set_virtual_size(Size(self._width, self.line_count))
         self._stick()
         self._subtitle()
         self.refresh()
         # The new virtual size may bring a horizontal scrollbar, which moves the end: look again once laid out.
         self.call_after_refresh(self._stick)
+
+    def _set_virtual_size(self, size: Size) -> None:
+        """What the panel scrolls over, without a layout pass of the screen: the panel's own size is fixed (the
+        stylesheet's height), so more lines only move its scrollbars. Textual's virtual_size asks for a layout of the
+        whole screen on every change (39 of them in ~45 s of a router's cycle). A scrollbar that appears or goes
+        still brings its layout (show_*_scrollbar are layout reactives)."""
+        if size == self.virtual_size:
+            return
+        self.set_reactive(LogPanel.virtual_size, size)
+        if self.is_mounted:
+            self._scroll_update(size)
 
     def _stick(self) -> None:
         if self.following and self.scroll_y != self.max_scroll_y:

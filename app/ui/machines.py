@@ -15,8 +15,12 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.geometry import Region
 from textual.message import Message
 from textual.reactive import reactive
+from textual.strip import Strip
+from textual.style import Style as VisualStyle
+from textual.visual import Visual, visualize
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -34,7 +38,12 @@ OPEN_ROUTER_TEXT = "open: no API key: anyone on that host can use it. Restart it
 
 
 class MachineCard(Widget):
-    """One machine. Re-rendered from its MachineState when the pane calls `update_state`."""
+    """One machine. Re-rendered from its MachineState when the pane calls `update_state`.
+
+    Painted line by line (Textual's line API): a stats round changes the CPU figure and sparkline, one line of the
+    card, and only the lines whose text changed are rendered and sent to the terminal again. Rendering the whole
+    card for it was a quarter of an idle dashboard's CPU with 5 managed routers.
+    """
 
     selected: reactive[bool] = reactive(False)
 
@@ -45,7 +54,11 @@ class MachineCard(Widget):
         self.clock = clock
         self._uptime_text = ""
         self._stale_text = ""
-        self._shown: list[Text] | None = None  # the lines last painted
+        self._shown: list[Text] | None = None  # the lines on screen (None: work them out at the next paint)
+        self._shown_width = 0
+        # Per row, the line last rendered, for which width and style, and its strip. Bound: one entry per row the
+        # card has had (a card is a few lines; REASON_LINES_SELECTED caps the tallest).
+        self._strips: dict[int, tuple[Text, int, VisualStyle, Strip]] = {}
         self.name_width = len(state.view.name)
         """Names are padded to the longest in the pane, so one-line cards line up like a table."""
 
@@ -55,24 +68,38 @@ class MachineCard(Widget):
 
     def watch_selected(self, value: bool) -> None:
         self.set_class(value, "-selected")
+        self._shown = None
         self.refresh(layout=True)  # the selected card of a machine that is down says why in full: another height
 
     def update_state(self, state: MachineState) -> None:
         self.state = state
         self.set_class(is_down(state.view), "-down")
-        # A new layout only when the card's height changes; a stats tick is a repaint of the card alone, and none
-        # when the card would show the same text (an idle machine's figures often round to what is shown).
-        lines = self._lines(self.content_size.width or self.size.width) if self.size.width else None
-        if lines is not None and lines == self._shown:
-            return
-        self.refresh(layout=lines is None or len(lines) != self.size.height)
+        self._repaint()
 
     def tick(self) -> None:
         """Called each second: repaint only when the uptime text changed, so an idle dashboard stays idle."""
         now = self.clock()
         text = router_text(self.state.view, now)[0]
         if text != self._uptime_text or _stale_label(self.state, now) != self._stale_text:
-            self.refresh()
+            self._repaint()
+
+    def _repaint(self) -> None:
+        """A new layout only when the card's height changes; otherwise the lines whose text changed are repainted,
+        and none when the card would show the same text (an idle machine's figures often round to what is shown)."""
+        if not self.size.width:
+            self._shown = None
+            self.refresh(layout=True)
+            return
+        width = self._width()
+        lines = self._lines(width)
+        before = self._shown if self._shown_width == width else None
+        self._shown, self._shown_width = lines, width
+        if before is None or len(before) != len(lines) or len(lines) != self.size.height:
+            self.refresh(layout=True)
+            return
+        rows = [Region(0, y, self.size.width, 1) for y, (a, b) in enumerate(zip(before, lines, strict=True)) if a != b]
+        if rows:
+            self.refresh(*rows)
 
     def on_click(self, event: events.Click) -> None:
         self.post_message(MachinesPane.Picked(self.machine))
@@ -80,10 +107,30 @@ class MachineCard(Widget):
     def get_content_height(self, container: object, viewport: object, width: int) -> int:
         return len(self._lines(width))
 
+    def _width(self) -> int:
+        return self.content_size.width or self.size.width
+
     def render(self) -> Text:
+        """The card's text now (what a paint would show)."""
         # A net under the pieces below (names, reasons and problems are made visible where they are placed).
-        self._shown = self._lines(self.content_size.width or self.size.width)
-        return safe_text(Text("\n").join(self._shown), multiline=True)
+        return safe_text(Text("\n").join(self._lines(self._width())), multiline=True)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        style = self.visual_style
+        if self._shown is None or self._shown_width != self._width():
+            self._shown, self._shown_width = self._lines(self._width()), self._width()
+        if y >= len(self._shown):
+            return Strip.blank(width, style.rich_style)
+        line = self._shown[y]
+        kept = self._strips.get(y)
+        if kept is not None and kept[1] == width and kept[2] == style and kept[0] == line:
+            return kept[3]
+        # The same way Textual renders a widget's text (Content, the widget's style), one line at a time.
+        content = visualize(self, safe_text(line))
+        strip = Visual.to_strips(self, content, width, 1, style)[0]
+        self._strips[y] = (line, width, style, strip)
+        return strip
 
     # ---- drawing ----
 

@@ -5,6 +5,9 @@ Stepped clock (the app's frozen_time), no waiting on wall time."""
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
+
+from textual.geometry import Region
 
 from app.config import Config
 from app.ui import format as fmt
@@ -65,3 +68,37 @@ async def test_a_card_is_repainted_only_when_its_text_changes() -> None:
         # The next minute: repainted once.
         await at(minute + 65)
         assert len(painted) == 1
+
+
+async def test_a_stats_round_repaints_only_the_lines_whose_text_changed() -> None:
+    fleet = demo_fleet()
+    app: HerdApp = make_app(Config(), fleet, frozen_time=NOW)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.state.get("gpu-box").stats is not None)
+        card = app.dashboard.machines.card("gpu-box")
+        await wait_for(pilot, lambda: "gpu-box" in screen_text(app))
+        st = app.state.get("gpu-box")
+        assert st.stats is not None
+        before = card.render().plain.splitlines()
+        asked: list[tuple[tuple[object, ...], dict[str, bool]]] = []
+        real_refresh = card.refresh
+
+        def counting(*regions: object, **kw: bool) -> object:
+            asked.append((regions, kw))
+            return real_refresh(*regions, **kw)  # type: ignore[arg-type]
+
+        card.refresh = counting  # type: ignore[method-assign,assignment]
+        # A new CPU figure (and so a new sparkline point): the card's CPU line changes, nothing else.
+        st.stats = replace(st.stats, cpu_pct=99.0)
+        st.cpu.append((NOW, 99.0))
+        card.update_state(st)
+        after = card.render().plain.splitlines()
+        changed = [y for y, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+        assert len(changed) == 1 and "99%" in after[changed[0]]
+        assert len(asked) == 1
+        regions, kw = asked[0]
+        assert not kw.get("layout") and len(regions) == 1
+        region = regions[0]
+        assert isinstance(region, Region) and (region.y, region.height) == (changed[0], 1)
+        await pilot.pause()
+        assert "99%" in screen_text(app)  # and the line that was repainted shows it

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.app import App, ComposeResult
 
 from app.services.logs import LogAttributor, skipped_marker
@@ -108,3 +110,30 @@ async def test_a_paused_panel_counts_and_keeps_its_rows_while_old_lines_leave() 
         await pilot.pause(0.3)
         assert panel.view[panel.scroll_offset.y].text == top
         assert panel.unseen == 300 and "paused, 300 new lines" in str(panel.border_subtitle)
+
+
+def shows(app: PanelApp, text: str) -> Callable[[], bool]:
+    return lambda: text in screen_text(app)
+
+
+async def test_new_lines_move_the_scrollbar_without_a_layout_of_the_screen() -> None:
+    app = PanelApp(max_lines=1000)
+    async with app.run_test(size=(100, 20)) as pilot:
+        panel = app.panel
+        panel.set_source("m", lines(0, 50))
+        await wait_for(pilot, lambda: "line 0000049" in screen_text(app))
+        layouts: list[bool] = []
+        real_refresh = panel.refresh
+
+        def counting(*regions: object, **kw: bool) -> object:
+            layouts.append(bool(kw.get("layout")))
+            return real_refresh(*regions, **kw)  # type: ignore[arg-type]
+
+        panel.refresh = counting  # type: ignore[method-assign,assignment]
+        for start in range(50, 250, 50):
+            panel.append(lines(start, 50))
+            await wait_for(pilot, shows(app, f"line {start + 49:07d}"))
+        assert layouts and not any(layouts)  # painted, never laid out again
+        assert panel.virtual_size.height == 250
+        assert panel.following and panel.scroll_y == panel.max_scroll_y
+        assert panel.vertical_scrollbar.window_virtual_size == 250  # the scrollbar knows the new length
