@@ -44,7 +44,7 @@ from app.ui.vtable import VirtualTable
 from app.ui.watchers import prune_closed_watchers
 
 if TYPE_CHECKING:
-    from app.ui.app import HerdApp
+    from app.ui.herd_api import HerdApi
 
 ERROR_DEDUP_SECONDS = 5.0
 FIT_REPAINT_EVERY = 0.25  # the fleet view's fit column, at most this often while estimates arrive
@@ -61,14 +61,14 @@ class DashboardScreen(DashboardActions, Screen[None]):
         self._bindings_shown: tuple[bool | None, ...] = ()
         self._title_shown = Text()
         self._notice_shown = Text()
-        self.fit = FitAdvisor(lambda: self.herd, self._fit_arrived, time.monotonic)
+        self.fit = FitAdvisor(lambda: self.app, self._fit_arrived, time.monotonic)
         self._fit_due = False
         self.notices = ActionNotices()
         self._unreachable = UnreachableNotices()
 
     @property
-    def herd(self) -> HerdApp:
-        return cast("HerdApp", self.app)
+    def herd(self) -> HerdApi:
+        return cast("HerdApi", self.app)
 
     # ---- layout ----
 
@@ -131,7 +131,9 @@ class DashboardScreen(DashboardActions, Screen[None]):
         if herd.first_run:
             first = herd.state.names[0]
             # Workers run on the app: its handler is the one place an unexpected failure is said.
-            herd.run_worker(self._ask_for_program(first), name="_ask_for_program", group="program", exit_on_error=False)
+            self.app.run_worker(
+                self._ask_for_program(first), name="_ask_for_program", group="program", exit_on_error=False
+            )
         self.model_table.focus()
         if herd.frozen_time is None:
             self.set_interval(1.0, self.machines.tick)

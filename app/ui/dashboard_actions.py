@@ -22,11 +22,13 @@ from app.ui.model_files import ModelFilesScreen
 from app.ui.preset_form import PresetForm
 
 if TYPE_CHECKING:
-    from app.ui.app import HerdApp
+    from textual.app import App
+
     from app.ui.failure_history import FailureLink
     from app.ui.feedback import ActionNotices
     from app.ui.fit_view import FitAdvisor
     from app.ui.help import HelpRow
+    from app.ui.herd_api import HerdApi
     from app.ui.logs import LogPanel
     from app.ui.machines import MachinesPane
 
@@ -40,8 +42,10 @@ class DashboardActions:
         notices: ActionNotices
         failure_link: FailureLink
 
+        app: App[object]
+
         @property
-        def herd(self) -> HerdApp: ...
+        def herd(self) -> HerdApi: ...
         @property
         def logs(self) -> LogPanel: ...
         @property
@@ -104,7 +108,7 @@ class DashboardActions:
                     f"stop the router on {machine}", machine, None, lambda: self.herd.fleet.stop_router(machine)
                 )
 
-        self.herd.push_screen(ConfirmScreen(f"stop router: {machine}", body, yes="Stop"), answered)
+        self.app.push_screen(ConfirmScreen(f"stop router: {machine}", body, yes="Stop"), answered)
 
     def action_goto_log(self) -> None:
         target = self.target()
@@ -140,21 +144,21 @@ class DashboardActions:
     def edit_preset(self, machine: str, section: str) -> None:
         """The preset editor on one section; it notifies the outcome itself and dismisses with the PresetResult."""
         if self._files_offered(machine):
-            self.herd.push_screen(PresetForm(self.herd.fleet, machine, section))
+            self.app.push_screen(PresetForm(self.herd.fleet, machine, section))
 
     def action_model_files(self) -> None:
         """The machine's *.gguf files; adding one writes its preset section (the screen notifies the outcome)."""
         target = self.target()
         if target and self._files_offered(target[0]):
-            self.herd.push_screen(ModelFilesScreen(self.herd.fleet, target[0]))
+            self.app.push_screen(ModelFilesScreen(self.herd.fleet, target[0]))
 
     def action_history(self) -> None:
         query = self.failure_link.query(time.monotonic())  # just after a model's failure: that model's history
-        self.herd.push_screen(HistoryScreen(self.herd.history, self.herd.now, query))
+        self.app.push_screen(HistoryScreen(self.herd.history, self.herd.now, query))
 
     def action_help(self) -> None:
         hint = str(self.herd.config_path) if self.herd.config_path else "config.toml"
-        self.herd.push_screen(HelpScreen(self.binding_rows(), hint))
+        self.app.push_screen(HelpScreen(self.binding_rows(), hint))
 
     def _fleet_call(
         self, what: str, machine: str, model: str | None, call: Callable[[], Awaitable[object]], done: str = ""
@@ -175,4 +179,4 @@ class DashboardActions:
             if done:
                 self.herd.notify(done, timeout=4, markup=False)
 
-        self.herd.run_worker(run(), name=what, group=f"fleet-call:{machine}", exit_on_error=False)
+        self.app.run_worker(run(), name=what, group=f"fleet-call:{machine}", exit_on_error=False)

@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from app.services.errors import HerdError
 from app.services.fit_estimate import FitEstimate
@@ -22,7 +22,9 @@ from app.ui.confirm import ConfirmScreen
 from app.ui.format import is_down
 
 if TYPE_CHECKING:
-    from app.ui.app import HerdApp
+    from textual.app import App
+
+    from app.ui.herd_api import HerdApi
 
 ESTIMATE_TIMEOUT = 15.0  # a header read over a stalled link: give up and say "fit unknown"
 RETRY_AFTER = 60.0  # an estimate that failed is asked again after this, when something wants it
@@ -54,7 +56,7 @@ class Known:
 
 
 class FitAdvisor:
-    def __init__(self, app: Callable[[], HerdApp], on_new: Callable[[str], None], clock: Callable[[], float]) -> None:
+    def __init__(self, app: Callable[[], App[Any]], on_new: Callable[[str], None], clock: Callable[[], float]) -> None:
         self._app = app
         self._on_new = on_new  # told the machine whose estimate arrived (the fleet view repaints)
         self._clock = clock
@@ -67,8 +69,11 @@ class FitAdvisor:
         self._arrived = asyncio.Event()
         self._words: dict[str, tuple[tuple[object, ...], dict[str, str]]] = {}
 
+    def _herd(self) -> HerdApi:
+        return cast("HerdApi", self._app())
+
     def _key(self, machine: str, m: ModelInfo) -> Key:
-        stats = self._app().state.get(machine).stats
+        stats = self._herd().state.get(machine).stats
         return machine, m.id, fit_args(m.args), bool(stats and stats.gpus)
 
     def remember(self, key: Key, known: Known) -> None:
@@ -91,7 +96,7 @@ class FitAdvisor:
     def request(self, machine: str, models: Iterable[ModelInfo], running_too: bool = False) -> None:
         """Queue estimates for the models not known yet. Running ones only when asked: loading them is moot,
         but the one a load evicts gives its memory back."""
-        if not self._app().fleet.has_fit:
+        if not self._herd().fleet.has_fit:
             return
         queue = self._queues.setdefault(machine, [])
         queued = {k for k, _ in queue}
@@ -108,7 +113,7 @@ class FitAdvisor:
     def request_all(self) -> None:
         """Every machine's models not running, but not on a machine known to be down: each read would wait out
         ESTIMATE_TIMEOUT there (`l` on one of its models still asks, and says why it is unknown)."""
-        for machine, st in self._app().state.machines.items():
+        for machine, st in self._herd().state.machines.items():
             if not is_down(st.view):
                 self.request(machine, st.models)
 
@@ -122,7 +127,7 @@ class FitAdvisor:
                 key, m = queue[0]
                 try:
                     async with asyncio.timeout(ESTIMATE_TIMEOUT):
-                        est = await self._app().fleet.fit_estimate(machine, m, key[3])
+                        est = await self._herd().fleet.fit_estimate(machine, m, key[3])
                     known = Known(est, "", self._clock())
                 except TimeoutError:
                     known = Known(None, f"no answer within {ESTIMATE_TIMEOUT:.0f} s", self._clock())
@@ -149,7 +154,7 @@ class FitAdvisor:
 
     def preview(self, machine: str, model_id: str) -> FitPreview:
         """What is known now of loading `model_id` on `machine`; never waits."""
-        st = self._app().state.get(machine)
+        st = self._herd().state.get(machine)
         target = st.by_id.get(model_id)
         k = self.known(machine, target) if target is not None else None
         victim_est = None
@@ -160,7 +165,7 @@ class FitAdvisor:
             victim = st.by_id.get(first.evicts[0]) if first.evicts else None
             vk = self.known(machine, victim) if victim is not None else None
             victim_est = vk.estimate if vk else None
-        if not self._app().fleet.has_fit:
+        if not self._herd().fleet.has_fit:
             reason = "no model headers to read here"
         else:
             reason = k.reason if k else ("estimating" if self.pending() else "not estimated yet")
@@ -169,8 +174,8 @@ class FitAdvisor:
     def fit_words(self, machine: str) -> dict[str, str]:
         """Per model not running: its verdict in a word ("fits", "tight", "no", "?" when unknown), for the fleet
         view. Remembered until the machine's models, stats or what is known change: the view repaints often."""
-        st = self._app().state.get(machine)
-        stamp = (st.version, id(st.stats), st.view.models_max, self._stored, self._app().fleet.has_fit)
+        st = self._herd().state.get(machine)
+        stamp = (st.version, id(st.stats), st.view.models_max, self._stored, self._herd().fleet.has_fit)
         hit = self._words.get(machine)
         if hit is not None and hit[0] == stamp:
             return hit[1]
@@ -189,9 +194,9 @@ class FitAdvisor:
         """`l`: load at once when the estimate says it fits without evicting; ask first when it will not fit or
         will evict something; load with a quiet "fit unknown" when there is no estimate to go by. Decided at once
         when nothing has to be read first; otherwise in a worker that waits for the estimate (at most LOAD_WAIT)."""
-        st = self._app().state.get(machine)
+        st = self._herd().state.get(machine)
         target = next((m for m in st.models if m.id == model_id), None)
-        if target is None or not self._app().fleet.has_fit or self.known(machine, target) is not None:
+        if target is None or not self._herd().fleet.has_fit or self.known(machine, target) is not None:
             self._decide(machine, model_id, load)
             return
 
@@ -211,9 +216,9 @@ class FitAdvisor:
     def _decide(self, machine: str, model_id: str, load: Callable[[str, str], None]) -> None:
         p = self.preview(machine, model_id)
         if not p.ask:
-            if p.verdict == "unknown" and self._app().fleet.has_fit:
+            if p.verdict == "unknown" and self._herd().fleet.has_fit:
                 note = p.line.split(" · ")[0]
-                self._app().notify(f"{model_id} on {machine}: {note}", title="load", timeout=4, markup=False)
+                self._herd().notify(f"{model_id} on {machine}: {note}", title="load", timeout=4, markup=False)
             load(machine, model_id)
             return
 

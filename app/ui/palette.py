@@ -11,9 +11,10 @@ from textual.content import Content
 from textual.markup import escape
 
 from app.services.textsafe import visible
+from app.ui.dashboard import DashboardScreen
 
 if TYPE_CHECKING:
-    from app.ui.app import HerdApp
+    from app.ui.herd_api import HerdApi
 
 Command = tuple[str, Callable[[], object], str]
 
@@ -24,16 +25,18 @@ PALETTE_FIT_WAIT = 1.0  # seconds the palette waits for estimates not made yet; 
 class HerdCommands(Provider):
     async def startup(self) -> None:
         """Estimates for every model not running (header reads, in the fit workers), awaited briefly."""
-        fit = cast("HerdApp", self.app).dashboard.fit
+        fit = self._dashboard().fit
         fit.request_all()
         await fit.settle(PALETTE_FIT_WAIT)
 
+    def _dashboard(self) -> DashboardScreen:
+        return cast(DashboardScreen, self.app.get_screen("dashboard"))  # installed by HerdApp under that name
+
     def _commands(self) -> Iterator[Command]:
-        app = cast("HerdApp", self.app)
-        dashboard = app.dashboard
+        dashboard = self._dashboard()
         for title, action, help_text in dashboard.palette_actions():
-            yield title, partial(app.run_action, action, dashboard), help_text
-        for machine, st in app.state.machines.items():
+            yield title, partial(self.app.run_action, action, dashboard), help_text
+        for machine, st in cast("HerdApi", self.app).state.machines.items():
             for m in st.models:
                 # Both, whatever the state: typing "unload alpha" should always find it; the router says no if moot.
                 now = f"now {m.state.value}"
