@@ -195,3 +195,30 @@ async def test_the_lock_request_does_the_next_steps_only_when_the_look_inside_fi
         assert m._start_plan() is None
     finally:
         await t.close()
+
+
+@pytest.mark.parametrize("agent", [True, False], ids=["agent", "per-command"])
+async def test_a_fresh_start_over_ssh_leaves_a_running_record_the_key_and_no_lock(
+    sshd: SshServer, tmp_path: Path, llama_server: str, agent: bool
+) -> None:
+    t = ssh_transport(sshd, agent=agent)
+    cfg = MachineConfig(name="box", host=sshd.host, router=f"fresh-{tmp_path.name}", program=llama_server)
+    m = RouterManager(cfg, t)
+    rec = None
+    try:
+        stale = RouterRecord(pid=2**22 + 1, start_time=1.0, port=1, program="x", preset="p", log="l")
+        await m.write_record(stale)  # a router that exited without being asked: cleared by the start
+        m.ask_early()
+        rec, started = await m.start()
+        assert started and rec.state is RouterState.RUNNING
+        assert await m.read_record() == rec
+        assert await t.stat(posixpath.join(await m.state_dir(), "start.lock")) is None
+        key = await m.read_key()
+        assert key and await m.client_key(rec) == key
+        assert (await t.read_file(rec.preset)).startswith(b"; models.ini")  # the default preset was written
+        again, started = await m.start()
+        assert again == rec and not started
+    finally:
+        if rec is not None:
+            await m.stop()
+        await t.close()
