@@ -236,12 +236,16 @@ class RouterManager(RouterLooker):
         running = replace(rec, state=RouterState.RUNNING)
         argv = confirm_running_argv(rec.pid, rec.start_time, await self.lock_path(), await self.record_path(),
                                     running.to_json())  # fmt: skip
+        # Released unless the answer says otherwise: with no answer (the link lost) the far side may have released
+        # it, and removing it again could remove the lock of the llamaherd that took it next (a lock left behind
+        # goes stale after LOCK_STALE_AFTER).
+        self._lock_released = True
         r = await self.transport.run(argv)
+        self._lock_released = r.returncode == CONFIRMED
         if r.returncode == NOT_WRITTEN:
             detail = r.stderr.decode(errors="replace").strip() or "exit code 1"
             raise LifecycleError(f"cannot write the router's record on {self.machine.name}: {detail}")
         if r.returncode == CONFIRMED:
-            self._lock_released = True
             return True
         return False if r.returncode == NOT_THAT_PROCESS else None
 
