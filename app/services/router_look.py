@@ -110,3 +110,30 @@ def write_then_signal_argv(path: str, data: bytes, sig: int, pid: int) -> list[s
     """One request instead of two (exit 1: not written, nothing signalled; 2: written, the signal failed)."""
     b64 = base64.b64encode(data).decode("ascii")
     return ["sh", "-c", _WRITE_THEN_SIGNAL, "sh", WRITE_SCRIPT, path, "600", b64, str(int(sig)), str(int(pid))]
+
+
+# $1 pid, $2 its start time (centiseconds since the epoch), $3 the start lock, $4 WRITE_SCRIPT, $5 the record, $6
+# its mode, $7 the record as base64. A start's last three steps in one request: the pid is still that process
+# (computed as probes.start_time does, 1 s tolerance as same_start), and only then the record says "running" and
+# the lock is released, in that order: another llamaherd waiting on the lock finds the running record. Exit 0:
+# done; 3: not that process (nothing written, the lock kept); 1: the write failed (the lock kept).
+_CONFIRM_RUNNING = """p=$1 want=$2 lock=$3 w=$4 rec=$5 mode=$6 data=$7
+s=$(cat "/proc/$p/stat" 2>/dev/null) || exit 3
+c=$(getconf CLK_TCK 2>/dev/null) || c=100
+b=$(sed -n 's/^btime //p' /proc/stat)
+set -f
+set -- ${s##*") "}
+[ "$#" -ge 20 ] && [ "$1" != Z ] || exit 3
+d=$(( b * 100 + ${20} * 100 / c - want ))
+[ "$d" -ge -100 ] && [ "$d" -le 100 ] || exit 3
+sh -c "$w" sh "$rec" "$mode" "$data" >/dev/null || exit 1
+rmdir -- "$lock" 2>/dev/null
+exit 0
+"""
+CONFIRMED, NOT_THAT_PROCESS, NOT_WRITTEN = 0, 3, 1
+
+
+def confirm_running_argv(pid: int, start_time: float, lock: str, record_path: str, data: bytes) -> list[str]:
+    b64 = base64.b64encode(data).decode("ascii")
+    want = str(round(start_time * 100))
+    return ["sh", "-c", _CONFIRM_RUNNING, "sh", str(int(pid)), want, lock, WRITE_SCRIPT, record_path, "600", b64]

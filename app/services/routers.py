@@ -19,21 +19,23 @@ from dataclasses import replace
 
 from app.config import MachineConfig
 from app.services.binary import find_llama_server, program_not_found
-from app.services.bounded import MAX_LOG_LINE, log_text
-from app.services.errors import LifecycleError, RouterError
-from app.services.router_api import RouterClient
-from app.services.router_key import KEY_ENV, KEY_FILE, key_from_env, new_key, parse_key_file
+from app.services.errors import LifecycleError
+from app.services.router_key import KEY_ENV, key_from_env, new_key, parse_key_file
 from app.services.router_look import (
+    CONFIRMED,
+    NOT_THAT_PROCESS,
+    NOT_WRITTEN,
     THEN_LOOK,
     Look,
-    look_argv,
+    confirm_running_argv,
     parse_locked_look,
-    parse_look,
     write_then_signal_argv,
 )
+from app.services.router_looker import RouterLooker
+from app.services.router_prepare import DONE, KEY_NOT_WRITTEN, THEN_PREPARE, Prepared, prepare_args, split_prepared
 from app.services.router_record import RouterRecord as RouterRecord
 from app.services.router_record import RouterStatus as RouterStatus
-from app.services.transport import Transport, same_start
+from app.services.transport import Transport, pick_free_port
 from app.services.types import RouterState
 
 HEALTH_EVERY = 0.25
@@ -48,111 +50,18 @@ _PRIVATE_DIRS = 'umask 077 && mkdir -p -- "$1" && chmod 700 -- "$2" "$3" "$1" &&
 _LOCK_TAKEN = 3
 EMPTY_PRESET = "; models.ini for llama-server router mode, written by llamaherd.\n; One [section] per model.\n[*]\n"
 
-_TAIL_SCRIPT = '[ -r "$2" ] || exit 1; tail -n "$1" -- "$2" | cut -b "1-$3"'
-
 # One asyncio lock per (transport, router) in this process; the mkdir lock on the machine covers other processes.
 _local_locks: dict[tuple[int, str], asyncio.Lock] = {}
 
 
-class RouterManager:
+class RouterManager(RouterLooker):
     def __init__(self, machine: MachineConfig, transport: Transport) -> None:
-        self.machine = machine
-        self.transport = transport
-        self._dir: str | None = None
-        self._key: tuple[tuple[int, float], str | None] | None = None  # (pid, start time) -> its key, read once
-        # The key file's key as the last look over ssh found it: (key or None when there is none), or None when
-        # that look could not tell.
-        self._looked_key: tuple[str | None] | None = None
-
-    # ---- paths on the serving machine ----
-
-    async def state_dir(self) -> str:
-        if self._dir is None:
-            base = await self.transport.state_dir()
-            self._dir = posixpath.join(base, "routers", self.machine.router)
-        return self._dir
-
-    async def record_path(self) -> str:
-        return posixpath.join(await self.state_dir(), "record.json")
-
-    async def log_path(self) -> str:
-        return posixpath.join(await self.state_dir(), "router.log")
-
-    async def key_path(self) -> str:
-        return posixpath.join(await self.state_dir(), KEY_FILE)
-
-    async def preset_path(self) -> str:
-        if self.machine.preset:
-            return await self.transport.expand(self.machine.preset)
-        return posixpath.join(await self.state_dir(), "models.ini")
-
-    # ---- the record ----
-
-    async def read_record(self) -> RouterRecord | None:
-        try:
-            data = await self.transport.read_file(await self.record_path())
-        except FileNotFoundError:
-            return None
-        return RouterRecord.from_json(data)
-
-    async def write_record(self, rec: RouterRecord) -> None:
-        await self.transport.write_file_atomic(await self.record_path(), rec.to_json(), mode=0o600)
-
-    async def clear_record(self) -> None:
-        await self.transport.remove(await self.record_path())
-
-    # ---- looking ----
-
-    async def is_same_process(self, rec: RouterRecord) -> bool:
-        """pid alive and the same process (a reused pid is not the router)."""
-        st = await self.transport.live_start_time(rec.pid)
-        return st is not None and same_start(st, rec.start_time)
-
-    def ask_early(self) -> None:
-        """Over ssh: the first look (record, process, key) rides along with the connection's agent start."""
-        self.transport.ask_early(self._look_argv())
-
-    def _look_argv(self) -> list[str]:
-        return look_argv(posixpath.join("llamaherd", "routers", self.machine.router), KEY_FILE)
-
-    async def look(self, found: Look | None = None) -> tuple[RouterRecord | None, bool]:
-        """The record, and whether its pid is still that process: over ssh in one request (router_look.py), or
-        from the answer `found` that came with another request."""
-        self._looked_key = None
-        if not self.transport.is_local:
-            if found is None:
-                res = await self.transport.run(self._look_argv())
-                found = parse_look(res.returncode, res.stdout)
-            if found is not None and found.directory == await self.state_dir():
-                if found.key_file is not None:
-                    self._looked_key = (parse_key_file(found.key_file),)
-                rec = RouterRecord.from_json(found.record) if found.record is not None else None
-                if rec is None:
-                    return None, False  # none, or damaged (a damaged record is a stale record)
-                if rec.pid == found.pid:
-                    alive = same_start(found.start_time, rec.start_time)
-                    if alive and rec.requires_key and self._looked_key is not None:  # what client_key reads next
-                        self._key = ((rec.pid, rec.start_time), self._looked_key[0] or self.machine.api_key())
-                    return rec, alive
-        rec = await self.read_record()
-        return rec, rec is not None and await self.is_same_process(rec)
-
-    async def inspect(self) -> RouterStatus:
-        """Look without changing anything: a running router, one stopped on request, one that exited, or none."""
-        rec, alive = await self.look()
-        return await self._status_of(rec, alive)
-
-    async def _status_of(self, rec: RouterRecord | None, alive: bool) -> RouterStatus:
-        if rec is None:
-            return RouterStatus(RouterState.ABSENT, reason="no router has been started here")
-        if alive:
-            starting = rec.state is RouterState.STARTING
-            return RouterStatus(RouterState.STARTING if starting else RouterState.RUNNING, rec)
-        if rec.state is RouterState.STOPPING:
-            return RouterStatus(RouterState.STOPPED, rec, reason="stopped on request")
-        tail = tuple(await self.log_tail(12, rec.log))
-        why = f"router (pid {rec.pid}) exited without being asked"
-        return RouterStatus(RouterState.EXITED, rec, reason=why, log_tail=tail)
+        super().__init__(machine, transport)
+        self._lock_released = False  # the start lock was released by the request that wrote "running"
+        # Over ssh, a fresh start's second request sent with its first (router_prepare.py): the look it was
+        # planned from and the key it writes, and then what it did.
+        self._plan: tuple[Look, str] | None = None
+        self._prepared: Prepared | None = None
 
     async def adopt(self, found: Look | None = None) -> RouterRecord | None:
         """The router from the record if it is alive, the same process, and answers /health; else None.
@@ -183,55 +92,36 @@ class RouterManager:
             return None
         return rec if await self._healthy(rec.port) else None
 
-    async def _healthy(self, port: int, timeout: float = 3.0) -> bool:
-        try:
-            async with self.client(port, timeout=timeout) as c:  # /health needs no key
-                return await c.health()
-        except RouterError:
-            return False
-
-    @contextlib.asynccontextmanager
-    async def client(self, port: int, timeout: float = 10.0, api_key: str | None = None) -> AsyncIterator[RouterClient]:
-        local = await self.transport.forward_port(port)
-        rtt = self.transport.round_trip
-        c = RouterClient(f"http://127.0.0.1:{local}", api_key=api_key, timeout=timeout, round_trip=rtt)
-        try:
-            yield c
-        finally:
-            await c.aclose()
-
     # ---- the API key ----
-
-    async def read_key(self) -> str | None:
-        """The key in the key file on the serving machine, or None when there is none."""
-        try:
-            data = await self.transport.read_file(await self.key_path())
-        except FileNotFoundError:
-            return None
-        return parse_key_file(data)
-
-    async def client_key(self, rec: RouterRecord | None) -> str | None:
-        """The key a client of this router sends: the key file's for a router started with one (read once per
-        router process), else the machine's api_key_env (an open router ignores it)."""
-        if rec is None or not rec.requires_key:
-            return self.machine.api_key()
-        ident = (rec.pid, rec.start_time)
-        if self._key is None or self._key[0] != ident:
-            self._key = (ident, await self.read_key() or self.machine.api_key())
-        return self._key[1]
 
     async def _key_for_start(self) -> str:
         """The machine's api_key_env when it sets one, else the key made on the first start (made now if none);
         written to the key file (0600) either way, which is what the router reads."""
-        m = self.machine
-        env = m.api_key_env
         looked, self._looked_key = self._looked_key, None  # read by the look just before (inside the lock)
-        if env:
-            key = key_from_env(m.name, env, m.api_key())
-        else:
-            key = (looked[0] if looked is not None else await self.read_key()) or new_key()
+        key = self._key_from(looked)
+        if key is None:
+            key = await self.read_key() or new_key()
         await self.transport.write_file_atomic(await self.key_path(), (key + "\n").encode(), mode=0o600)
         return key
+
+    def _key_from(self, looked: tuple[str | None] | None) -> str | None:
+        """The key a start writes, given the key file's key as a look found it; None when it must be read first."""
+        m = self.machine
+        if m.api_key_env:
+            return key_from_env(m.name, m.api_key_env, m.api_key())
+        return None if looked is None else looked[0] or new_key()
+
+    def _start_plan(self) -> tuple[Look, str] | None:
+        """Over ssh, when the look just before found no live router and could read the key file: that look and
+        the key the start would write, so that the request taking the lock can also do the start's next steps."""
+        seen, self._seen = self._seen, None
+        if seen is None or seen[1] or seen[0].key_file is None:
+            return None
+        try:
+            key = self._key_from((parse_key_file(seen[0].key_file),))
+        except LifecycleError:
+            return None  # said by the usual way, inside the lock
+        return (seen[0], key) if key is not None else None
 
     # ---- starting ----
 
@@ -244,23 +134,37 @@ class RouterManager:
         rec = await self._running_and_healthy()
         if rec is not None:
             return rec, False
-        async with lock, self._machine_lock() as found:
-            # Asked again inside the lock: two starts at once would otherwise both find none and start two.
-            rec = await self.adopt(found)
-            if rec is not None:
-                return rec, False
-            return await self._start_new(), True
+        async with lock:
+            self._plan = self._start_plan()
+            async with self._machine_lock() as found:
+                prepared, self._prepared, self._plan = self._prepared, None, None
+                if prepared is not None and prepared.status == KEY_NOT_WRITTEN:
+                    raise LifecycleError(f"cannot write the API key file on {self.machine.name}")
+                if prepared is not None and prepared.status == DONE:
+                    return await self._start_new(prepared), True  # the look inside the lock found it unchanged
+                # Asked again inside the lock: two starts at once would otherwise both find none and start two.
+                rec = await self.adopt(found)
+                if rec is not None:
+                    return rec, False
+                return await self._start_new(), True
 
-    async def _start_new(self) -> RouterRecord:
+    async def _start_new(self, prepared: Prepared | None = None) -> RouterRecord:
         t = self.transport
         program = await self.program()
         preset = await self.preset_path()
         log = await self.log_path()
-        # Independent steps asked together: over ssh the agent answers them in parallel, one round trip.
-        # Starting a new router is what clears the old record.
-        port, _, before, _, _ = await asyncio.gather(
-            self._port(), self._key_for_start(), t.stat(log), self._default_preset(preset), self.clear_record()
-        )
+        if prepared is not None:  # done with the lock's request: the old record removed, the key written
+            self._looked_key = None
+            port = self.machine.router_port or pick_free_port(prepared.used_ports)
+            before = prepared.log
+            if not self.machine.preset and prepared.preset is None:
+                await t.write_file_atomic(preset, EMPTY_PRESET.encode(), mode=0o600)
+        else:
+            # Independent steps asked together: over ssh the agent answers them in parallel, one round trip.
+            # Starting a new router is what clears the old record.
+            port, _, before, _, _ = await asyncio.gather(
+                self._port(), self._key_for_start(), t.stat(log), self._default_preset(preset), self.clear_record()
+            )
         argv = (
             program, "--host", "127.0.0.1", "--port", str(port),
             "--models-preset", preset, "--models-max", str(self.machine.models_max),
@@ -270,6 +174,8 @@ class RouterManager:
         )  # fmt: skip
         offset = before.size if before else 0  # what this start writes comes after this point of the log
         pid = await t.spawn_detached(list(argv), log_path=log, env_files={KEY_ENV: await self.key_path()})
+        if not t.is_local:  # the channel for the first /health opened now, before its client is even made
+            t.warm_forward(await t.forward_port(port))
         start_time = await t.process_start_time(pid)
         if start_time is None:
             raise LifecycleError(f"llama-server exited at once ({program})", await self._new_log(log, offset))
@@ -279,11 +185,13 @@ class RouterManager:
             requires_key=True,
         )  # fmt: skip
         # The record is written while the process is first looked at (one round trip over ssh, not two), and the
-        # first /health is asked meanwhile (its answer is taken only once the process was seen alive).
+        # first /health is asked meanwhile (its answer is taken only once the process was seen alive). The two
+        # requests are sent first: making the probe's HTTP client takes the loop for a while.
+        looks = asyncio.gather(self.write_record(rec), self.is_same_process(rec))
         first = asyncio.ensure_future(self._healthy(port, STARTUP_PROBE))
         probe: asyncio.Future[bool] | None = first
         try:
-            _, alive = await asyncio.gather(self.write_record(rec), self.is_same_process(rec))
+            _, alive = await looks
         except BaseException:
             first.cancel()
             raise
@@ -301,6 +209,12 @@ class RouterManager:
             # Healthy *and* still our process: on a fixed router_port, another server already there also answers.
             healthy = await (probe if probe is not None else self._healthy(port, STARTUP_PROBE))
             probe = None
+            confirmed = await self._confirm_running(rec) if healthy else None
+            if confirmed is not None:  # over ssh: checked, written and the lock released in one request
+                if confirmed:
+                    return replace(rec, state=RouterState.RUNNING)
+                alive = False
+                continue
             if healthy and await self.is_same_process(rec):
                 rec = replace(rec, state=RouterState.RUNNING)
                 await self.write_record(rec)
@@ -312,6 +226,28 @@ class RouterManager:
         raise LifecycleError(
             f"llama-server did not answer /health within {HEALTH_TIMEOUT:.0f} s", await self._new_log(log, offset)
         )
+
+    async def _confirm_running(self, rec: RouterRecord) -> bool | None:
+        """Over ssh, one request instead of three: the pid still that process, then the record "running", then
+        the start lock released (router_look.py). Whether it was that process; None where this is not done here
+        or the answer is not one (the caller then takes the three steps itself)."""
+        if self.transport.is_local:
+            return None
+        running = replace(rec, state=RouterState.RUNNING)
+        argv = confirm_running_argv(rec.pid, rec.start_time, await self.lock_path(), await self.record_path(),
+                                    running.to_json())  # fmt: skip
+        # Released unless the answer says otherwise: with no answer (the link lost) the far side may have released
+        # it, and removing it again could remove the lock of the llamaherd that took it next (a lock left behind
+        # goes stale after LOCK_STALE_AFTER).
+        self._lock_released = True
+        r = await self.transport.run(argv)
+        self._lock_released = r.returncode == CONFIRMED
+        if r.returncode == NOT_WRITTEN:
+            detail = r.stderr.decode(errors="replace").strip() or "exit code 1"
+            raise LifecycleError(f"cannot write the router's record on {self.machine.name}: {detail}")
+        if r.returncode == CONFIRMED:
+            return True
+        return False if r.returncode == NOT_THAT_PROCESS else None
 
     async def _port(self) -> int:
         return self.machine.router_port or await self.transport.free_port()
@@ -337,20 +273,11 @@ class RouterManager:
             return found
         return "llama-server"  # on the remote PATH
 
-    async def _new_log(self, log: str, offset: int, n: int = 15) -> list[str]:
-        """The last lines this start wrote (the log is appended to, so older runs are skipped)."""
-        try:
-            data = await self.transport.read_file(log)
-        except FileNotFoundError:
-            return []
-        lines = data[offset:].decode(errors="replace").splitlines()
-        return lines[-n:]
-
     @contextlib.asynccontextmanager
     async def _machine_lock(self) -> AsyncIterator[Look | None]:
         """A lock on the serving machine (mkdir is atomic there, locally and over ssh) for other processes. Over
         ssh, the first request that takes it also looks at the router (router_look.py) once it holds it."""
-        lock = posixpath.join(await self.state_dir(), "start.lock")
+        lock = await self.lock_path()
         t = self.transport
         deadline = time.monotonic() + HEALTH_TIMEOUT + 10
         first = True
@@ -370,10 +297,13 @@ class RouterManager:
             if time.monotonic() > deadline:
                 raise LifecycleError(f"another llamaherd is starting the router on {self.machine.name} ({lock})")
             await asyncio.sleep(0.1)
+        self._lock_released = False
         try:
             yield found
         finally:
-            await t.run(["rmdir", lock])
+            if not self._lock_released:
+                await t.run(["rmdir", lock])
+            self._lock_released = False
 
     async def _private_dirs(self, lock: str) -> tuple[bool, Look | None]:
         """Make the state directories (private); then try to take the lock: whether it was taken, and over ssh
@@ -381,18 +311,29 @@ class RouterManager:
         d = await self.state_dir()
         base = await self.transport.state_dir()
         script = f'{{ {_PRIVATE_DIRS}; }} || exit 1; mkdir -- "$5" 2>/dev/null || exit {_LOCK_TAKEN}'
-        argv = ["sh", "-c", script, "sh", d, base, posixpath.join(base, "routers"), await self.log_path(), lock]
+        log = await self.log_path()
+        argv = ["sh", "-c", script, "sh", d, base, posixpath.join(base, "routers"), log, lock]
         remote = not self.transport.is_local
+        plan, self._plan = self._plan, None
         if remote:
             argv[2] = script + THEN_LOOK
             argv += self._look_argv()[2:]  # LOOK_SCRIPT and its parameters
+        if remote and plan is not None:
+            argv[2] += THEN_PREPARE
+            preset = await self.preset_path()
+            argv += prepare_args(plan[0], plan[1], await self.key_path(), await self.record_path(), log, preset)
         r = await self.transport.run(argv)
         if r.returncode == _LOCK_TAKEN:
             return False, None
         if not r.ok:
             detail = r.stderr.decode(errors="replace").strip() or f"exit code {r.returncode}"
             raise LifecycleError(f"cannot make the state directory {d} on {self.machine.name}: {detail}")
-        return True, parse_locked_look(r.stdout) if remote else None
+        if not remote:
+            return True, None
+        out = r.stdout
+        if plan is not None:
+            out, self._prepared = split_prepared(out, log, await self.preset_path())
+        return True, parse_locked_look(out)
 
     # ---- stopping ----
 
@@ -422,14 +363,3 @@ class RouterManager:
         if r.returncode == 1:
             detail = r.stderr.decode(errors="replace").strip() or "exit code 1"
             raise LifecycleError(f"cannot mark the router on {self.machine.name} as stopping: {detail}")
-
-    # ---- logs ----
-
-    async def log_tail(self, n: int = 20, path: str | None = None) -> list[str]:
-        log = path or await self.log_path()
-        # cut keeps the answer bounded whatever the log holds (one line of gigabytes once came back whole).
-        r = await self.transport.run(["sh", "-c", _TAIL_SCRIPT, "sh", str(int(n)), log, str(MAX_LOG_LINE + 1)])
-        if not r.ok:
-            return []
-        raw = [ln.removesuffix(b"\r") for ln in r.stdout.removesuffix(b"\n").split(b"\n")] if r.stdout else []
-        return [log_text(ln[:MAX_LOG_LINE], len(ln) > MAX_LOG_LINE) for ln in raw]

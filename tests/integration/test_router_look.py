@@ -14,6 +14,7 @@ import pytest
 
 from app.config import MachineConfig
 from app.services.router_look import parse_look
+from app.services.router_prepare import CHANGED, DONE
 from app.services.routers import RouterManager, RouterRecord
 from app.services.ssh_scripts import MISSING
 from app.services.types import RouterState
@@ -121,4 +122,103 @@ async def test_stop_over_ssh_marks_the_record_then_signals(
         again = await m.stop()
         assert again.already and again.state is RouterState.STOPPED and again.reason == "stopped on request"
     finally:
+        await t.close()
+
+
+async def test_confirming_a_start_over_ssh_checks_the_process_then_writes_then_releases(
+    sshd: SshServer, tmp_path: Path, sleeper: psutil.Process
+) -> None:
+    t = ssh_transport(sshd)
+    m = RouterManager(MachineConfig(name="box", host=sshd.host, router=f"confirm-{tmp_path.name}"), t)
+    lock = posixpath.join(await m.state_dir(), "start.lock")
+    try:
+        starting = record_for(sleeper, state=RouterState.STARTING)
+        async with m._machine_lock():
+            await m.write_record(starting)
+            # another start time: a reused pid, not our router: nothing written, the lock still held
+            assert await m._confirm_running(record_for(sleeper, start_time=sleeper.create_time() - 5)) is False
+            assert await m.read_record() == starting and await t.stat(lock) is not None
+            # within the 1 s tolerance: the record says running, and the lock was released in the same request
+            before = t.agent.agent.requests if t.agent.agent else 0
+            assert await m._confirm_running(record_for(sleeper, start_time=sleeper.create_time() + 0.5)) is True
+            assert t.agent.agent is not None and t.agent.agent.requests - before == 1
+            after = await m.read_record()
+            assert after is not None and after.state is RouterState.RUNNING and after.pid == sleeper.pid
+            assert await t.stat(lock) is None
+            await t.run(["mkdir", lock])  # somebody else's now: leaving the block must not remove it
+        assert await t.stat(lock) is not None
+        await t.run(["rmdir", lock])
+        stop(sleeper.pid)  # a zombie is not the router
+        assert await m._confirm_running(starting) is False
+        assert (await m.read_record()) == after
+    finally:
+        await t.close()
+
+
+async def test_the_lock_request_does_the_next_steps_only_when_the_look_inside_finds_the_same(
+    sshd: SshServer, tmp_path: Path, sleeper: psutil.Process
+) -> None:
+    t = ssh_transport(sshd)
+    m = RouterManager(MachineConfig(name="box", host=sshd.host, router=f"prep-{tmp_path.name}"), t)
+    try:
+        gone = record_for(sleeper, pid=2**22 + 1, state=RouterState.RUNNING)  # a pid that is no process
+        await m.write_record(gone)
+        await t.write_file_atomic(await m.key_path(), b"k-1\n")
+        assert await m.look() == (gone, False)
+        m._plan = m._start_plan()
+        assert m._plan is not None and m._plan[1] == "k-1"  # the key file's key is kept
+        async with m._machine_lock() as found:
+            prepared = m._prepared
+            assert prepared is not None and prepared.status == DONE, prepared
+            assert sshd.port in prepared.used_ports  # the port list came along
+            assert prepared.log is None and prepared.preset is None  # neither exists yet
+            assert await m.read_record() is None  # the old record removed
+            assert found is not None and found.record is not None  # the look was taken before that
+        assert await t.read_file(await m.key_path()) == b"k-1\n"
+
+        # another llamaherd started one between the look and the lock: nothing is changed, the look says so
+        assert await m.look() == (None, False)
+        m._plan = m._start_plan()
+        assert m._plan is not None
+        alive = record_for(sleeper)
+        await m.write_record(alive)
+        await t.write_file_atomic(await m.key_path(), b"k-other\n")
+        async with m._machine_lock() as found:
+            prepared = m._prepared
+            assert prepared is not None and prepared.status == CHANGED
+            assert await m.read_record() == alive
+            assert await t.read_file(await m.key_path()) == b"k-other\n"
+            assert await m.look(found) == (alive, True)
+
+        # a live router seen by the look: no plan at all
+        assert await m.look() == (alive, True)
+        assert m._start_plan() is None
+    finally:
+        await t.close()
+
+
+@pytest.mark.parametrize("agent", [True, False], ids=["agent", "per-command"])
+async def test_a_fresh_start_over_ssh_leaves_a_running_record_the_key_and_no_lock(
+    sshd: SshServer, tmp_path: Path, llama_server: str, agent: bool
+) -> None:
+    t = ssh_transport(sshd, agent=agent)
+    cfg = MachineConfig(name="box", host=sshd.host, router=f"fresh-{tmp_path.name}", program=llama_server)
+    m = RouterManager(cfg, t)
+    rec = None
+    try:
+        stale = RouterRecord(pid=2**22 + 1, start_time=1.0, port=1, program="x", preset="p", log="l")
+        await m.write_record(stale)  # a router that exited without being asked: cleared by the start
+        m.ask_early()
+        rec, started = await m.start()
+        assert started and rec.state is RouterState.RUNNING
+        assert await m.read_record() == rec
+        assert await t.stat(posixpath.join(await m.state_dir(), "start.lock")) is None
+        key = await m.read_key()
+        assert key and await m.client_key(rec) == key
+        assert (await t.read_file(rec.preset)).startswith(b"; models.ini")  # the default preset was written
+        again, started = await m.start()
+        assert again == rec and not started
+    finally:
+        if rec is not None:
+            await m.stop()
         await t.close()
