@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -12,6 +13,12 @@ from app.tinymodels import TinySpec, write_corrupt_model, write_tiny_model
 from tests.helpers.herd import Herd, local_config
 from tests.helpers.needs import missing
 from tests.helpers.router import RouterProc, preset_text
+
+# A suite started in the background by a non-interactive shell (`make test &`, nohup) has SIGINT ignored, and
+# every process a test starts inherits that: the tests that stop `llamaherd events` with SIGINT, as an operator's
+# Ctrl-C does, then waited on a command that could not hear it. The suite runs with Python's own handler.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # One sshd (and one without SFTP) for the whole session, shared by every module that asks for them.
 pytest_plugins = ["tests.sshd"]
