@@ -49,6 +49,21 @@ class RowMissing(LookupError):
     """No row has this key."""
 
 
+class _RowMessage(Message):
+    """What both row messages carry. Textual names a handler after the subclass's own qualified name
+    (`VirtualTable.RowHighlighted` -> `on_virtual_table_row_highlighted`), so sharing this base changes no handler."""
+
+    def __init__(self, table: VirtualTable, cursor_row: int, row_key: str) -> None:
+        super().__init__()
+        self.table = table
+        self.cursor_row = cursor_row
+        self.row_key = row_key
+
+    @property
+    def control(self) -> VirtualTable:
+        return self.table
+
+
 class VirtualTable(ScrollView, can_focus=True):
     """Rows by key, drawn on demand; a row cursor. The caller owns `rows_now` and tells the table what changed."""
 
@@ -71,31 +86,11 @@ class VirtualTable(ScrollView, can_focus=True):
     COMPONENT_CLASSES: ClassVar[set[str]] = set(COMPONENT_CLASSES)
     DEFAULT_CSS = LOOK
 
-    class RowHighlighted(Message):
+    class RowHighlighted(_RowMessage):
         """The cursor is on another row (or the row under it changed)."""
 
-        def __init__(self, table: VirtualTable, cursor_row: int, row_key: str) -> None:
-            super().__init__()
-            self.table = table
-            self.cursor_row = cursor_row
-            self.row_key = row_key
-
-        @property
-        def control(self) -> VirtualTable:
-            return self.table
-
-    class RowSelected(Message):
+    class RowSelected(_RowMessage):
         """Enter, or a click on the cursor's row."""
-
-        def __init__(self, table: VirtualTable, cursor_row: int, row_key: str) -> None:
-            super().__init__()
-            self.table = table
-            self.cursor_row = cursor_row
-            self.row_key = row_key
-
-        @property
-        def control(self) -> VirtualTable:
-            return self.table
 
     def __init__(
         self,
