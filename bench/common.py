@@ -1,14 +1,24 @@
-"""Shared by the benchmarks: tiny models and real routers in a temporary directory, and figure printing."""
+"""Shared by the benchmarks: tiny models and real routers in a temporary directory, a far machine (a real sshd
+behind the delay proxy), and figure printing."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import statistics
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from app.services.binary import HOW_TO_GET, find_llama_server
 from app.tinymodels import TinySpec, write_corrupt_model, write_tiny_model
+from tests.helpers.delay_proxy import DelayProxy
+from tests.helpers.herd import Herd
 from tests.helpers.router import RouterProc, preset_text
+from tests.sshd import SshdUnavailable, SshServer, start_sshd
 
 
 def workdir() -> Path:
@@ -48,3 +58,65 @@ def figures(label: str, samples_ms: list[float]) -> str:
         f"{label}: n={len(s)} median={statistics.median(s):.1f} ms p95={p95:.1f} ms "
         f"min={s[0]:.1f} ms max={s[-1]:.1f} ms"
     )
+
+
+def rtt_parser() -> argparse.ArgumentParser:
+    """The slow-link benches' parser with their common --rtt; each adds its own options after it."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rtt", type=float, default=300.0, help="round trip in ms (default 300)")
+    return ap
+
+
+def config_for(server: SshServer, proxy_port: int, d: Path, program: str) -> str:
+    known = d / "known_hosts_proxy"  # the server's key under the proxy's port
+    key = server.host_key_line.split(" ", 1)[1]
+    known.write_text(f"[{server.host}]:{proxy_port} {key}\n")
+    os.chmod(known, 0o600)
+    vals = {
+        "name": "far", "host": server.host, "port": proxy_port, "user": server.user,
+        "identity_file": server.client_key, "known_hosts": str(known), "router": "bench-rtt",
+        "program": program, "preset": str(d / "remote models.ini"),
+    }  # fmt: skip
+    return "[[machines]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in vals.items())
+
+
+@dataclass
+class FarSide:
+    """A machine "far" for the slow-link benches: a real sshd on 127.0.0.1 and the tiny models' preset in a work
+    directory, a Herd whose config reaches it through a DelayProxy, and the remote-trace file."""
+
+    d: Path
+    program: str
+    server: SshServer
+    herd: Herd
+    trace: Path
+
+    @contextmanager
+    def through_proxy(self, rtt_ms: float) -> Iterator[DelayProxy]:
+        """The delay proxy at this round trip with the config naming it; on leaving, every router the Herd
+        started is stopped and so is the sshd."""
+        try:
+            with DelayProxy(self.server.host, self.server.port, one_way=rtt_ms / 2000) as proxy:
+                self.herd.write_config(config_for(self.server, proxy.port, self.d, self.program))
+                yield proxy
+        finally:
+            self.herd.stop_all()
+            self.server.cut_connections()
+            self.server.stop()
+
+
+def far_side() -> FarSide | None:
+    """None (having said why) where sshd cannot be started here."""
+    program = find_llama_server()
+    if program is None:
+        raise SystemExit(HOW_TO_GET)
+    d = workdir()
+    models = tiny_models(d)
+    (d / "remote models.ini").write_text(preset_text(dict(models)))
+    try:
+        server = start_sshd(d / "sshd")
+    except SshdUnavailable as e:
+        print(f"skipped: {e}")
+        return None
+    return FarSide(d=d, program=program, server=server, herd=Herd(root=d, config=d / "config.toml"),
+                   trace=d / "trace.log")  # fmt: skip

@@ -11,23 +11,17 @@ Run: python -m bench.remote_actions [--rtt MS] [--rounds N]
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import time
 from pathlib import Path
 
 from app.config import load_config
-from app.services.binary import HOW_TO_GET, find_llama_server
 from app.services.fleet import Fleet
 from app.services.remote_trace import TRACE_ENV
 from app.services.types import RouterState
-from bench.common import tiny_models, workdir
-from bench.remote_rtt import config_for
-from tests.helpers.delay_proxy import DelayProxy
+from bench.common import far_side, rtt_parser
 from tests.helpers.herd import Herd
-from tests.helpers.router import preset_text
-from tests.sshd import SshdUnavailable, start_sshd
 
 
 def ops_since(trace: Path, t0: float) -> list[str]:
@@ -73,37 +67,21 @@ async def actions(h: Herd, trace: Path, rtt: float, rounds: int) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rtt", type=float, default=300.0, help="round trip in ms (default 300)")
+    ap = rtt_parser()
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
-    program = find_llama_server()
-    if program is None:
-        raise SystemExit(HOW_TO_GET)
-    d = workdir()
-    models = tiny_models(d)
-    (d / "remote models.ini").write_text(preset_text(dict(models)))
-    try:
-        server = start_sshd(d / "sshd")
-    except SshdUnavailable as e:
-        print(f"skipped: {e}")
+    far = far_side()
+    if far is None:
         return
-    trace = d / "trace.log"
-    h = Herd(root=d, config=d / "config.toml")
-    try:
-        with DelayProxy(server.host, server.port, one_way=args.rtt / 2000) as proxy:
-            h.write_config(config_for(server, proxy.port, d, program))
-            r = h.run("start", "far", timeout=120)
-            if r.returncode != 0:
-                raise SystemExit(f"start failed: {r.stderr}")
-            os.environ["XDG_STATE_HOME"] = str(h.state_home)  # this process's history, not the user's
-            os.environ[TRACE_ENV] = str(trace)
-            print(f"dashboard actions at {args.rtt:g} ms round trip, connection held (Fleet following the machine):")
-            asyncio.run(actions(h, trace, args.rtt / 1000, args.rounds))
-    finally:
-        h.stop_all()
-        server.cut_connections()
-        server.stop()
+    h = far.herd
+    with far.through_proxy(args.rtt):
+        r = h.run("start", "far", timeout=120)
+        if r.returncode != 0:
+            raise SystemExit(f"start failed: {r.stderr}")
+        os.environ["XDG_STATE_HOME"] = str(h.state_home)  # this process's history, not the user's
+        os.environ[TRACE_ENV] = str(far.trace)
+        print(f"dashboard actions at {args.rtt:g} ms round trip, connection held (Fleet following the machine):")
+        asyncio.run(actions(h, far.trace, args.rtt / 1000, args.rounds))
 
 
 if __name__ == "__main__":
