@@ -4,7 +4,7 @@ httpx spent ~1.1 ms of CPU per /health on its kept connection, this ~0.2 ms: wit
 were a sixth of an idle dashboard's CPU. One connection, reused: locally no TCP set-up per check, over ssh one
 forwarded channel rather than one per check. A kept connection the router closed meanwhile (its keep-alive ends
 after some requests or seconds) is replaced once, at once; after any failure the connection is dropped, since an
-answer that comes late would be read as the next one's. Answers are hostile input, bounded as in plain_get.py.
+answer that comes late would be read as the next one's. Answers are hostile input, bounded as in http1.py.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from __future__ import annotations
 import asyncio
 
 from app.services.bounded import MAX_ERROR_BYTES
-from app.services.errors import RouterNotAnswering, RouterRefused, RouterUnreachable
-from app.services.plain_get import MAX_HEAD, _body, _head, _read_until
-from app.services.router_parse import error_message
+from app.services.errors import RouterNotAnswering, RouterUnreachable
+from app.services.http1 import MAX_HEAD, body_or_refused, get_request, parse_head, read_body, read_until
 
 
 class KeptGet:
@@ -33,9 +32,7 @@ class KeptGet:
 
     async def get(self, path: str, limit: int, timeout: float, what: str) -> bytes:
         """The body of a 2xx answer (at most `limit` bytes); RouterRefused with the router's words for 4xx/5xx."""
-        lines = [f"GET {path} HTTP/1.1", f"Host: {self.host}:{self.port}"]
-        lines += [f"{k}: {v}" for k, v in self.headers.items()]
-        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        request = get_request(self.host, self.port, path, self.headers, close=False)
         try:
             async with asyncio.timeout(timeout):
                 status, body = await self._ask(request, limit, what)
@@ -48,9 +45,7 @@ class KeptGet:
         except BaseException:
             self.close()  # a malformed answer, a cancel: what is left on the connection is unknown
             raise
-        if status >= 400:
-            raise RouterRefused(status, error_message(body.decode("utf-8", errors="replace")), "GET", path)
-        return body
+        return body_or_refused(status, body, path)
 
     async def _ask(self, request: bytes, limit: int, what: str) -> tuple[int, bytes]:
         for attempt in (1, 2):
@@ -63,15 +58,15 @@ class KeptGet:
             reader, writer = self._conn
             try:
                 writer.write(request)
-                raw = await _read_until(reader, b"\r\n\r\n", what)
+                raw = await read_until(reader, b"\r\n\r\n", what)
             except (ConnectionError, asyncio.IncompleteReadError) as e:
                 self.close()
                 nothing = not isinstance(e, asyncio.IncompleteReadError) or not e.partial
                 if reused and nothing and attempt == 1:
                     continue  # closed by the router before it read this request: once more, on a new connection
                 raise
-            status, fields = _head(raw, what)
-            body = await _body(reader, fields, limit if status < 400 else MAX_ERROR_BYTES, what, cut=status >= 400)
+            status, fields = parse_head(raw, what)
+            body = await read_body(reader, fields, limit if status < 400 else MAX_ERROR_BYTES, what, cut=status >= 400)
             keeps = (
                 status < 400
                 and fields.get("content-length", "").isdigit()
