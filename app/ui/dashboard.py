@@ -17,6 +17,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Input, Static
 
@@ -143,8 +144,10 @@ class DashboardScreen(DashboardActions, Screen[None]):
 
     def paint(self, changes: Changes) -> None:
         """Show what a batch of events changed: only the parts it made stale."""
-        if not self.query("#machines") or not self.query("#models"):
-            return  # the app is closing: its widgets went before this last flush timer (it raised NoMatches)
+        try:  # by id, not a query: a query walks the whole DOM, on every flush
+            _ = (self.machines, self.model_table)
+        except NoMatches:
+            return  # the app is closing: its widgets went before this last flush timer
         state = self.herd.state
         with self.app.batch_update():
             for name in changes.cards:

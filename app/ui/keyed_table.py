@@ -19,6 +19,7 @@ from textual.geometry import Size
 
 from app.services.activity import ModelActivity
 from app.services.types import ModelInfo
+from app.ui.border_text import set_border_text
 from app.ui.glyphs import Glyphs
 from app.ui.model_cells import model_cells
 from app.ui.plain import plain
@@ -175,7 +176,7 @@ class KeyedTable(VirtualTable):
     def _show_sort(self) -> None:
         # In the border rather than the header: a changing header label would not resize its column.
         arrow = self.glyphs.sort_down if self.sort_reverse else self.glyphs.sort_up
-        self.border_subtitle = plain(self.filter_note() + f"sort: {self.cols[self.sort_index].label} {arrow}")
+        set_border_text(self, subtitle=plain(self.filter_note() + f"sort: {self.cols[self.sort_index].label} {arrow}"))
 
     def filter_note(self) -> str:
         if not self.filter_text:

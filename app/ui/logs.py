@@ -32,9 +32,11 @@ from textual.strip import Strip
 
 from app.services.textsafe import visible
 from app.services.types import LogLine
+from app.ui.border_text import set_border_text
 from app.ui.format import DIM
 from app.ui.glyphs import Glyphs
 from app.ui.plain import plain
+from app.ui.scroll_extent import set_scroll_extent
 
 # Children print most failures without a level ("failed to load model"), so the words count too.
 _ERROR_WORDS = re.compile(r"\b(error|failed|fatal|abort(ed)?|exception)\b", re.IGNORECASE)
@@ -256,23 +258,12 @@ class LogPanel(ScrollView, can_focus=True):
         self._paint_due = False
         self._last_paint = time.monotonic()
         self.paints += 1
-        self._set_virtual_size(Size(self._width, self.line_count))
+        set_scroll_extent(self, Size(self._width, self.line_count))
         self._stick()
         self._subtitle()
         self.refresh()
         # The new virtual size may bring a horizontal scrollbar, which moves the end: look again once laid out.
         self.call_after_refresh(self._stick)
-
-    def _set_virtual_size(self, size: Size) -> None:
-        """What the panel scrolls over, without a layout pass of the screen: the panel's own size is fixed (the
-        stylesheet's height), so more lines only move its scrollbars. Textual's virtual_size asks for a layout of the
-        whole screen on every change (39 of them in ~45 s of a router's cycle). A scrollbar that appears or goes
-        still brings its layout (show_*_scrollbar are layout reactives)."""
-        if size == self.virtual_size:
-            return
-        self.set_reactive(LogPanel.virtual_size, size)
-        if self.is_mounted:
-            self._scroll_update(size)
 
     def _stick(self) -> None:
         if self.following and self.scroll_y != self.max_scroll_y:
@@ -282,7 +273,7 @@ class LogPanel(ScrollView, can_focus=True):
         self.call_after_refresh(self._stick)
 
     def _subtitle(self) -> None:
-        self.border_title = plain(f"log: {self.machine}" if self.machine else "log")
+        title = plain(f"log: {self.machine}" if self.machine else "log")
         # A filter in effect is said first, plainly, with how to clear it (a search once survived and hid every
         # line, its only trace a "/tensor" at the end of this line, where a narrow border cuts it off).
         filters = [f"model {self.model}"] if self.model else []
@@ -293,7 +284,8 @@ class LogPanel(ScrollView, can_focus=True):
         if self.skipped:
             parts.append(f"{self.skipped:,} skipped")
         parts.append(LEVEL_NAMES[self.level])
-        self.border_subtitle = plain(f" {self.glyphs.dot} ".join(parts))  # a model name or a search: not markup
+        # A model name or a search: not markup.
+        set_border_text(self, title=title, subtitle=plain(f" {self.glyphs.dot} ".join(parts)))
 
     # ---- rendering: only the rows on screen ----
 

@@ -9,6 +9,7 @@ from typing import Any
 from app.services.activity import ModelActivity
 from app.services.types import ModelInfo
 from app.ui.activity_cells import machine_total
+from app.ui.border_text import set_border_text
 from app.ui.glyphs import Glyphs
 from app.ui.keyed_table import KeyedTable
 from app.ui.model_cells import MODEL_COLUMNS, matches, model_cells
@@ -48,7 +49,7 @@ class ModelTable(KeyedTable):
         # A machine that is down keeps its last known list, dimmed, rather than an empty table.
         note = (" (nothing known yet)" if not self.models else " (last known)") if stale else ""
         total = machine_total(self.activity.values())  # in the title: a line more on the card moved the panes
-        self.border_title = plain(f"models: {machine}{note}" + (f" · {total}" if total else ""))
+        set_border_text(self, title=plain(f"models: {machine}{note}" + (f" · {total}" if total else "")))
         self.set_class(stale, "-stale")
         if only is not None and by_id is not None:
             return self.apply_rows(self.rows_for(only, by_id), only)

@@ -30,6 +30,7 @@ from textual.renderables.styled import Styled
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from app.ui.scroll_extent import set_scroll_extent
 from app.ui.table_rows import CellSpec, Col, Row, SortCell
 from app.ui.vtable_look import COMPONENT_CLASSES, LOOK, cell_styles
 
@@ -119,6 +120,8 @@ class VirtualTable(ScrollView, can_focus=True):
         self._cells: LRUCache[tuple[object, ...], list[Segment]] = LRUCache(CELL_RENDERS)
         self._geometry = 0  # bumped when a column's width changes: every drawn line is stale
         self._look: tuple[object, ...] = ()
+        self._blank: tuple[tuple[object, ...], Strip] = ((), Strip([]))
+        self._base_style = Style()
         self._styled_as: tuple[str, frozenset[str], frozenset[str]] | None = None
         self._scroll_due = False
 
@@ -186,9 +189,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._announce()
 
     def _fit_virtual_size(self) -> None:
-        size = Size(self.table_width, len(self.order) + 1)
-        if size != self.virtual_size:
-            self.virtual_size = size
+        set_scroll_extent(self, Size(self.table_width, len(self.order) + 1))
 
     def refresh_row(self, index: int) -> None:
         y = index + 1 - int(self.scroll_offset.y)
@@ -319,11 +320,12 @@ class VirtualTable(ScrollView, can_focus=True):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # What every line drawn now shares (a line cached under another look is not this one).
+        self._base_style = self.rich_style
         self._look = (
             self.size.width,
             int(self.scroll_x),
             self._geometry,
-            self.rich_style,
+            self._base_style,
             self.get_pseudo_class_state(),
             self._show_hover,
         )
@@ -336,7 +338,7 @@ class VirtualTable(ScrollView, can_focus=True):
         else:
             index = y - 1 + int(self.scroll_offset.y)
             if not 0 <= index < len(self.order):
-                return Strip.blank(width, self.rich_style)
+                return self._blank_line(width)
             key = self.order[index]
             row = self.rows_now[key]
         hover = self._show_hover and index == self._hover_row
@@ -347,6 +349,14 @@ class VirtualTable(ScrollView, can_focus=True):
         strip = self.render_row(index, row, index == self.cursor_row, hover)
         self._lines[cache_key] = (row, strip)
         return strip
+
+    def _blank_line(self, width: int) -> Strip:
+        # Below the last row: one strip for the pass (rich_style walks every ancestor's styles; a table of a few
+        # models on a tall pane draws mostly these).
+        look = self._look
+        if self._blank[0] != look:
+            self._blank = (look, Strip.blank(width, self._base_style))
+        return self._blank[1]
 
     def render_row(self, index: int, row: Row | None, cursor: bool, hover: bool) -> Strip:
         """One line, drawn: the header (index HEADER, row None) or a row. DataTable's _render_line_in_row and
