@@ -176,13 +176,13 @@ class RouterManager(RouterLooker):
         pid = await t.spawn_detached(list(argv), log_path=log, env_files={KEY_ENV: await self.key_path()})
         if not t.is_local:  # the channel for the first /health opened now, before its client is even made
             t.warm_forward(await t.forward_port(port))
-        start_time = await t.process_start_time(pid)
-        if start_time is None:
+        started = await t.process_start(pid)
+        if started is None:
             raise LifecycleError(f"llama-server exited at once ({program})", await self._new_log(log, offset))
         rec = RouterRecord(
-            pid=pid, start_time=start_time, port=port, program=program, preset=preset, log=log,
+            pid=pid, start_time=started.epoch, port=port, program=program, preset=preset, log=log,
             state=RouterState.STARTING, started_at=time.time(), argv=argv, models_max=self.machine.models_max,
-            requires_key=True,
+            requires_key=True, boot_id=started.boot_id, since_boot=started.since_boot,
         )  # fmt: skip
         # The record is written while the process is first looked at (one round trip over ssh, not two), and the
         # first /health is asked meanwhile (its answer is taken only once the process was seen alive). The two
@@ -234,7 +234,7 @@ class RouterManager(RouterLooker):
         if self.transport.is_local:
             return None
         running = replace(rec, state=RouterState.RUNNING)
-        argv = confirm_running_argv(rec.pid, rec.start_time, await self.lock_path(), await self.record_path(),
+        argv = confirm_running_argv(rec.pid, rec.started, await self.lock_path(), await self.record_path(),
                                     running.to_json())  # fmt: skip
         # Released unless the answer says otherwise: with no answer (the link lost) the far side may have released
         # it, and removing it again could remove the lock of the llamaherd that took it next (a lock left behind

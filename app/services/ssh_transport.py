@@ -25,6 +25,7 @@ import asyncssh
 
 from app.services import probes
 from app.services.errors import TransportError, WriteFailed
+from app.services.proc_start import ProcStart
 from app.services.remote_trace import note
 from app.services.sftp_write import sftp_write
 from app.services.ssh_agent import AgentDown, AgentKeeper
@@ -120,7 +121,7 @@ class SshTransport(Transport):
         self._env_of = 0  # the connection (by count) _env was read on
         self._forwards = PortForwards(self._open_channel)
         self._prev_cpu: probes.CpuSample | None = None
-        self._spawned: tuple[int, float | None, float] | None = None  # (pid, start time, when) of the last spawn
+        self._spawned: tuple[int, ProcStart | None, float] | None = None  # (pid, its start, when) of the last spawn
 
     # ---- connection ----
 
@@ -234,14 +235,14 @@ class SshTransport(Transport):
         except ValueError:
             return False
 
-    async def process_start_time(self, pid: int) -> float | None:
-        return await self._start_time(pid, live_only=False)
+    async def process_start(self, pid: int) -> ProcStart | None:
+        return await self._start(pid, live_only=False)
 
-    async def live_start_time(self, pid: int) -> float | None:
+    async def live_start(self, pid: int) -> ProcStart | None:
         # One command instead of two: each remote command pays for the login shell (~100+ ms with a heavy .bashrc).
-        return await self._start_time(pid, live_only=True)
+        return await self._start(pid, live_only=True)
 
-    async def _start_time(self, pid: int, *, live_only: bool) -> float | None:
+    async def _start(self, pid: int, *, live_only: bool) -> ProcStart | None:
         spawned, self._spawned = self._spawned, None
         if spawned is not None and spawned[0] == pid and not live_only and time.monotonic() - spawned[2] < 5:
             return spawned[1]  # read with the spawn, moments ago
@@ -249,19 +250,19 @@ class SshTransport(Transport):
         return self._parse_start_time(res.stdout if res.ok else b"", live_only=live_only)
 
     @staticmethod
-    def _parse_start_time(out: bytes, *, live_only: bool) -> float | None:
+    def _parse_start_time(out: bytes, *, live_only: bool) -> ProcStart | None:
         lines = out.decode(errors="replace").splitlines()
-        if len(lines) < 3:
+        if len(lines) < 4:
             return None
         try:
             clk = int(lines[0])
             btime = probes.parse_btime(lines[1])
-            st = probes.parse_pid_stat(lines[2])
+            st = probes.parse_pid_stat(lines[3])
         except ValueError:
             return None
         if live_only and st.state == "Z":
             return None
-        return probes.start_time(st.starttime, clk, btime)
+        return probes.proc_start(st.starttime, clk, btime, lines[2])
 
     async def kill(self, pid: int, sig: int) -> bool:
         res = await self.run(["kill", f"-{int(sig)}", str(int(pid))])
