@@ -199,6 +199,12 @@ class LocalTransport(Transport):
         except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
             return None
 
+    async def process_argv(self, pid: int) -> tuple[str, ...] | None:
+        try:
+            return tuple(psutil.Process(pid).cmdline())
+        except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+            return None
+
     async def kill(self, pid: int, sig: int) -> bool:
         try:
             os.kill(pid, sig)

@@ -10,6 +10,8 @@ BOOT_ID_LINE = "cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo"
 START_TIME_SCRIPT = f'getconf CLK_TCK 2>/dev/null || echo 100; grep "^btime " /proc/stat; {BOOT_ID_LINE}; ' + (
     'cat "/proc/$1/stat"'
 )
+ARGV_LIMIT = 64 * 1024  # bytes of /proc/PID/cmdline read
+ARGV_SCRIPT = f'exec head -c {ARGV_LIMIT} "/proc/$1/cmdline"'
 # spawn_detached's argv ("$@"), then START_TIME_SCRIPT's lines for the pid it printed last, after SPAWNED_MARK.
 SPAWNED_MARK = b"\n@@llamaherd-spawned\n"
 SPAWN_THEN_START_TIME = f"""out=$("$@") || {{ r=$?; printf '%s\\n' "$out"; exit "$r"; }}

@@ -34,6 +34,8 @@ from app.services.ssh_hostkeys import describe
 from app.services.ssh_link import KEEPALIVE_EVERY, SshLink, SshTarget
 from app.services.ssh_scripts import (
     ARG_LIMIT,
+    ARGV_LIMIT,
+    ARGV_SCRIPT,
     ENV_SCRIPT,
     HEAD_SCRIPT,
     MISSING,
@@ -263,6 +265,12 @@ class SshTransport(Transport):
         if live_only and st.state == "Z":
             return None
         return probes.proc_start(st.starttime, clk, btime, lines[2])
+
+    async def process_argv(self, pid: int) -> tuple[str, ...] | None:
+        res = await self._sh(ARGV_SCRIPT, str(int(pid)), what="process command line")
+        if not res.ok or not res.stdout or len(res.stdout) >= ARGV_LIMIT:
+            return None  # gone, a zombie (no command line), or cut: not one to compare
+        return tuple(a.decode(errors="surrogateescape") for a in res.stdout.removesuffix(b"\0").split(b"\0"))
 
     async def kill(self, pid: int, sig: int) -> bool:
         res = await self.run(["kill", f"-{int(sig)}", str(int(pid))])

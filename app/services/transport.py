@@ -205,6 +205,10 @@ class Transport(ABC):
         return s.epoch if s is not None else None
 
     @abstractmethod
+    async def process_argv(self, pid: int) -> tuple[str, ...] | None:
+        """The command line of a live process (bounded), or None when it is gone or cannot be read."""
+
+    @abstractmethod
     async def kill(self, pid: int, sig: int) -> bool: ...
 
     @abstractmethod

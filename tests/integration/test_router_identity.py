@@ -98,6 +98,46 @@ async def test_a_clock_step_does_not_hide_the_router_from_stop(
     await wait_gone(rec.pid)
 
 
+async def test_an_old_record_after_a_clock_step_is_known_by_its_command_line(
+    side: tuple[MachineConfig, Transport], started: list[int]
+) -> None:
+    """A record an older llamaherd wrote has only the epoch start: the command line (its random port, its preset)
+    still says it is the router, and stop stops it rather than saying "already stopped"."""
+    cfg, t = side
+    m = RouterManager(cfg, t)
+    rec, _ = await m.start()
+    started.append(rec.pid)
+    old = replace(rec, start_time=rec.start_time + STEP, boot_id="", since_boot=None)
+    await m.write_record(old)
+    assert await m.look() == (old, False)  # the epoch rule alone is fooled by the step
+    st = await m.stop()
+    assert st.state is RouterState.STOPPED and not st.already, st
+    await wait_gone(rec.pid)
+    after = await m.read_record()
+    # the record says stopping, with the start as the live process had it (not the stepped one)
+    assert after is not None and after.state is RouterState.STOPPING and after.since_boot == rec.since_boot
+
+
+async def test_an_old_record_after_a_clock_step_is_adopted_not_started_again(
+    side: tuple[MachineConfig, Transport], started: list[int]
+) -> None:
+    cfg, t = side
+    rec, _ = await RouterManager(cfg, t).start()
+    started.append(rec.pid)
+    m = RouterManager(cfg, t)
+    await m.write_record(replace(rec, start_time=rec.start_time + STEP, boot_id="", since_boot=None))
+    again, new = await m.start()
+    if again.pid != rec.pid:
+        started.append(again.pid)  # a second router (the bug): ended too
+    assert not new and again.pid == rec.pid, again
+    # the record was written again with the live start: later looks know it without its command line
+    healed = await m.read_record()
+    assert healed is not None and (healed.boot_id, healed.since_boot) == (rec.boot_id, rec.since_boot)
+    assert await m.look() == (healed, True)
+    assert not (await m.stop()).already
+    await wait_gone(rec.pid)
+
+
 async def test_a_stale_record_naming_another_process_is_not_signalled(
     side: tuple[MachineConfig, Transport], sleeper: psutil.Process, llama_server: str
 ) -> None:
