@@ -20,6 +20,7 @@ from app.config import MachineConfig
 from app.services.local_transport import LocalTransport
 from app.services.machine import Machine
 from app.services.proc_start import ProcStart
+from app.services.remote_trace import TRACE_ENV
 from app.services.routers import RouterManager, RouterRecord
 from app.services.transport import Transport
 from app.services.types import RouterState
@@ -30,6 +31,11 @@ from tests.integration.test_lifecycle_ssh import ssh_machine
 from tests.sshd import SshServer, ssh_transport
 
 STEP = 30.0  # seconds: a wall-clock step between the start and the stop
+
+
+def argv_requests(trace: Path) -> int:
+    """How many times the far side was asked for a command line (remote_trace.py's record of every request)."""
+    return trace.read_text().count("process command line") if trace.exists() else 0
 
 
 def gone(pid: int) -> bool:
@@ -83,7 +89,7 @@ def sleeper() -> Iterator[psutil.Process]:
 
 
 async def test_a_clock_step_does_not_hide_the_router_from_stop(
-    side: tuple[MachineConfig, Transport], started: list[int]
+    side: tuple[MachineConfig, Transport], started: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cfg, t = side
     m = RouterManager(cfg, t)
@@ -93,13 +99,16 @@ async def test_a_clock_step_does_not_hide_the_router_from_stop(
     stepped = replace(rec, start_time=rec.start_time + STEP)
     await m.write_record(stepped)
     assert await m.look() == (stepped, True)
+    trace = tmp_path / "remote.trace"
+    monkeypatch.setenv(TRACE_ENV, str(trace))
     st = await m.stop()
     assert st.state is RouterState.STOPPED and not st.already, st
     await wait_gone(rec.pid)
+    assert argv_requests(trace) == 0  # known by its start: no request more than a stop always sent
 
 
 async def test_an_old_record_after_a_clock_step_is_known_by_its_command_line(
-    side: tuple[MachineConfig, Transport], started: list[int]
+    side: tuple[MachineConfig, Transport], started: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A record an older llamaherd wrote has only the epoch start: the command line (its random port, its preset)
     still says it is the router, and stop stops it rather than saying "already stopped"."""
@@ -110,9 +119,12 @@ async def test_an_old_record_after_a_clock_step_is_known_by_its_command_line(
     old = replace(rec, start_time=rec.start_time + STEP, boot_id="", since_boot=None)
     await m.write_record(old)
     assert await m.look() == (old, False)  # the epoch rule alone is fooled by the step
+    trace = tmp_path / "remote.trace"
+    monkeypatch.setenv(TRACE_ENV, str(trace))
     st = await m.stop()
     assert st.state is RouterState.STOPPED and not st.already, st
     await wait_gone(rec.pid)
+    assert argv_requests(trace) == (0 if t.is_local else 1)  # the one request this case costs over ssh
     after = await m.read_record()
     # the record says stopping, with the start as the live process had it (not the stepped one)
     assert after is not None and after.state is RouterState.STOPPING and after.since_boot == rec.since_boot
