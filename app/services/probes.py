@@ -168,6 +168,23 @@ def proc_start(starttime_ticks: int, clk_tck: int, btime: int, boot_id_text: str
     return ProcStart(start_time(starttime_ticks, clk_tck, btime), boot_id, since)
 
 
+def parse_start_lines(out: bytes, *, live_only: bool) -> ProcStart | None:
+    """START_TIME_SCRIPT's answer (CLK_TCK, the btime line, the boot id, /proc/PID/stat); None when it is not one,
+    or, with live_only, when the process is a zombie."""
+    lines = out.decode(errors="replace").splitlines()
+    if len(lines) < 4:
+        return None
+    try:
+        clk = int(lines[0])
+        btime = parse_btime(lines[1])
+        st = parse_pid_stat(lines[3])
+    except ValueError:
+        return None
+    if live_only and st.state == "Z":
+        return None
+    return proc_start(st.starttime, clk, btime, lines[2])
+
+
 def tree_rss(stats: Iterable[PidStat], pid: int, page_size: int) -> int | None:
     """Resident bytes of pid and all its descendants; None when pid is not among the stats."""
     by_parent: dict[int, list[PidStat]] = {}

@@ -225,7 +225,7 @@ class SshTransport(Transport):
         head, sep, tail = res.stdout.partition(SPAWNED_MARK)
         pid = parse_spawn_output(self.name, RunResult(res.returncode, head, res.stderr))
         if sep:
-            self._spawned = (pid, self._parse_start_time(tail, live_only=False), time.monotonic())
+            self._spawned = (pid, probes.parse_start_lines(tail, live_only=False), time.monotonic())
         return pid
 
     async def pid_alive(self, pid: int) -> bool:
@@ -249,22 +249,7 @@ class SshTransport(Transport):
         if spawned is not None and spawned[0] == pid and not live_only and time.monotonic() - spawned[2] < 5:
             return spawned[1]  # read with the spawn, moments ago
         res = await self._sh(START_TIME_SCRIPT, str(int(pid)), what="process start time")
-        return self._parse_start_time(res.stdout if res.ok else b"", live_only=live_only)
-
-    @staticmethod
-    def _parse_start_time(out: bytes, *, live_only: bool) -> ProcStart | None:
-        lines = out.decode(errors="replace").splitlines()
-        if len(lines) < 4:
-            return None
-        try:
-            clk = int(lines[0])
-            btime = probes.parse_btime(lines[1])
-            st = probes.parse_pid_stat(lines[3])
-        except ValueError:
-            return None
-        if live_only and st.state == "Z":
-            return None
-        return probes.proc_start(st.starttime, clk, btime, lines[2])
+        return probes.parse_start_lines(res.stdout if res.ok else b"", live_only=live_only)
 
     async def process_argv(self, pid: int) -> tuple[str, ...] | None:
         res = await self._sh(ARGV_SCRIPT, str(int(pid)), what="process command line")

@@ -46,3 +46,14 @@ def test_records_carry_the_boot_fields_and_still_read_old_and_newer_ones() -> No
     odd = RouterRecord.from_json(json.dumps({**d, "since_boot": "soon"}).encode())
     assert odd is not None and odd.started == ProcStart(2.0)
     assert RouterRecord.from_json(b"[1, 2]") is None
+
+
+def test_start_time_answers_from_the_far_side() -> None:
+    stat = "12 (x y) %s " + "0 " * 18 + "500 0 0"
+    answer = f"100\nbtime 1000\n{BOOT}\n{stat % 'S'}\n".encode()
+    assert probes.parse_start_lines(answer, live_only=True) == ProcStart(1005.0, BOOT, 5.0)
+    zombie = answer.replace(b") S ", b") Z ")
+    assert probes.parse_start_lines(zombie, live_only=True) is None
+    assert probes.parse_start_lines(zombie, live_only=False) == ProcStart(1005.0, BOOT, 5.0)
+    assert probes.parse_start_lines(f"100\nbtime 1000\n\n{stat % 'S'}\n".encode(), live_only=True) == ProcStart(1005.0)
+    assert probes.parse_start_lines(b"100\nbtime 1000\n", live_only=False) is None  # gone: no stat line
