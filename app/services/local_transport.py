@@ -24,6 +24,7 @@ from app.services import probes
 from app.services.backoff import Backoff
 from app.services.bounded import MAX_LOG_LINE, LineSplitter, log_text
 from app.services.errors import TransportError, WriteFailed
+from app.services.proc_start import BOOT_ID_PATH, ProcStart, parse_boot_id
 from app.services.proc_tree import tree_rss
 from app.services.transport import Transport, expand_template, parse_spawn_output, pick_free_port, spawn_args
 from app.services.types import Connection, FileInfo, GpuStats, HostStats, RunResult
@@ -184,10 +185,23 @@ class LocalTransport(Transport):
         except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
             return False
 
-    async def process_start_time(self, pid: int) -> float | None:
+    async def process_start(self, pid: int) -> ProcStart | None:
+        if _boot_id():  # Linux: read as the remote side is, from one read of /proc/PID/stat
+            try:
+                st = probes.parse_pid_stat(_read_text(f"/proc/{int(pid)}/stat"))
+                btime = probes.parse_btime(_read_text("/proc/stat"))
+            except (OSError, ValueError):
+                return None
+            return probes.proc_start(st.starttime, _CLK_TCK, btime, _boot_id())
         try:
             # psutil computes starttime / CLK_TCK + btime, exactly what the remote side parses.
-            return round(float(psutil.Process(pid).create_time()), 2)
+            return ProcStart(round(float(psutil.Process(pid).create_time()), 2))
+        except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+            return None
+
+    async def process_argv(self, pid: int) -> tuple[str, ...] | None:
+        try:
+            return tuple(psutil.Process(pid).cmdline())
         except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
             return None
 
@@ -360,6 +374,21 @@ def _read_host() -> tuple[probes.CpuSample, int, int, tuple[float, float, float]
     la = os.getloadavg()
     sample = probes.CpuSample(round(total * 100), round(idle * 100))
     return sample, int(vm.total - vm.available), int(vm.total), (la[0], la[1], la[2])
+
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_boot: str | None = None
+
+
+def _boot_id() -> str:
+    """This boot's id ("" without /proc), read once: it cannot change while this process lives."""
+    global _boot
+    if _boot is None:
+        try:
+            _boot = parse_boot_id(_read_text(BOOT_ID_PATH))
+        except OSError:
+            _boot = ""
+    return _boot
 
 
 def _local_env() -> tuple[str, str | None]:

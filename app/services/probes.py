@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from app.services.proc_start import ProcStart, parse_boot_id
 from app.services.types import GpuStats
 
 NVIDIA_SMI_QUERY = (
@@ -158,6 +159,30 @@ def parse_pid_stat(line: str) -> PidStat:
 def start_time(starttime_ticks: int, clk_tck: int, btime: int) -> float:
     """Process start in epoch seconds, as psutil computes it (starttime / CLK_TCK + btime), to 0.01 s."""
     return round(starttime_ticks / clk_tck + btime, 2)
+
+
+def proc_start(starttime_ticks: int, clk_tck: int, btime: int, boot_id_text: str) -> ProcStart:
+    """The epoch start as start_time, with the boot id and the start since boot, which a clock step leaves alone."""
+    boot_id = parse_boot_id(boot_id_text)
+    since = round(starttime_ticks / clk_tck, 2) if boot_id else None
+    return ProcStart(start_time(starttime_ticks, clk_tck, btime), boot_id, since)
+
+
+def parse_start_lines(out: bytes, *, live_only: bool) -> ProcStart | None:
+    """START_TIME_SCRIPT's answer (CLK_TCK, the btime line, the boot id, /proc/PID/stat); None when it is not one,
+    or, with live_only, when the process is a zombie."""
+    lines = out.decode(errors="replace").splitlines()
+    if len(lines) < 4:
+        return None
+    try:
+        clk = int(lines[0])
+        btime = parse_btime(lines[1])
+        st = parse_pid_stat(lines[3])
+    except ValueError:
+        return None
+    if live_only and st.state == "Z":
+        return None
+    return proc_start(st.starttime, clk, btime, lines[2])
 
 
 def tree_rss(stats: Iterable[PidStat], pid: int, page_size: int) -> int | None:

@@ -18,14 +18,15 @@ import base64
 from dataclasses import dataclass
 
 from app.services import probes
-from app.services.ssh_scripts import MISSING, WRITE_SCRIPT
+from app.services.proc_start import ProcStart
+from app.services.ssh_scripts import BOOT_ID_LINE, MISSING, WRITE_SCRIPT
 
 KEY_READ_LIMIT = 4096
 NO_KEY_FILE, KEY_UNREADABLE = -1, -2
 # $1: the router's directory under the state base ("llamaherd/routers/NAME"); $2: the key file's name.
 # Output: the directory; the key file's size (NO_KEY_FILE, KEY_UNREADABLE) and then that many bytes of it (cut at
 # KEY_READ_LIMIT); and when there is a record (else exit MISSING): the pid it names (0 if none); CLK_TCK; the btime
-# line; /proc/PID/stat (empty when gone); the record, to the end.
+# line; the boot id (empty if none); /proc/PID/stat (empty when gone); the record, to the end.
 LOOK_SCRIPT = f"""case ${{XDG_STATE_HOME-}} in /*) b=$XDG_STATE_HOME ;; *) b=$HOME/.local/state ;; esac
 LC_ALL=C; export LC_ALL  # so that ${{#k}} counts bytes
 d=$b/$1
@@ -38,6 +39,7 @@ p=$(printf '%s\\n' "$r" | sed -n 's/^ *"pid": *\\([0-9][0-9]*\\), *$/\\1/p' | he
 printf '\\n%s\\n' "${{p:-0}}"
 getconf CLK_TCK 2>/dev/null || echo 100
 grep "^btime " /proc/stat || echo
+{BOOT_ID_LINE}
 {{ [ -n "$p" ] && cat "/proc/$p/stat" 2>/dev/null; }} || echo
 printf '%s' "$r"
 """
@@ -48,7 +50,7 @@ class Look:
     directory: str
     record: bytes | None  # None: there is no record
     pid: int  # the pid the far side found in the record (0: none)
-    start_time: float | None  # that pid's start time, None when it is gone or a zombie
+    start: ProcStart | None  # that pid's start, None when it is gone or a zombie
     key_file: bytes | None  # None: the key file exists but could not be read
     key_exists: bool = True
 
@@ -74,18 +76,18 @@ def parse_look(rc: int, out: bytes) -> Look | None:
     where = directory.decode(errors="surrogateescape")
     if rc == MISSING:
         return Look(where, None, 0, None, key, klen != NO_KEY_FILE) if not rest.strip(b"\n") else None
-    parts = rest.split(b"\n", 5)
-    if len(parts) != 6 or parts[0]:
+    parts = rest.split(b"\n", 6)
+    if len(parts) != 7 or parts[0]:
         return None
-    _, pid_s, clk_s, btime_s, stat_s, record = parts
+    _, pid_s, clk_s, btime_s, boot_s, stat_s, record = parts
     try:
         pid = int(pid_s)
-        start: float | None = None
+        start: ProcStart | None = None
         if stat_s.strip():
             st = probes.parse_pid_stat(stat_s.decode(errors="replace"))
             btime = probes.parse_btime(btime_s.decode(errors="replace"))
             if st.state != "Z":
-                start = probes.start_time(st.starttime, int(clk_s), btime)
+                start = probes.proc_start(st.starttime, int(clk_s), btime, boot_s.decode(errors="replace"))
     except ValueError:
         return None
     return Look(where, record, pid, start, key, klen != NO_KEY_FILE)
@@ -113,19 +115,27 @@ def write_then_signal_argv(path: str, data: bytes, sig: int, pid: int) -> list[s
 
 
 # $1 pid, $2 its start time (centiseconds since the epoch), $3 the start lock, $4 WRITE_SCRIPT, $5 the record, $6
-# its mode, $7 the record as base64. A start's last three steps in one request: the pid is still that process
-# (computed as probes.start_time does, 1 s tolerance as same_start), and only then the record says "running" and
-# the lock is released, in that order: another llamaherd waiting on the lock finds the running record. Exit 0:
-# done; 3: not that process (nothing written, the lock kept); 1: the write failed (the lock kept).
-_CONFIRM_RUNNING = """p=$1 want=$2 lock=$3 w=$4 rec=$5 mode=$6 data=$7
+# its mode, $7 the record as base64, $8 the boot id ("" if unknown), $9 the start in centiseconds since boot. A
+# start's last three steps in one request: the pid is still that process (as proc_start.same_process decides: boot
+# id and start since boot within 2 cs where known, else the epoch start within 1 s as same_start), and only then the
+# record says "running" and the lock is released, in that order: another llamaherd waiting on the lock finds the
+# running record. Exit 0: done; 3: not that process (nothing written, the lock kept); 1: the write failed (the lock
+# kept).
+_CONFIRM_RUNNING = """p=$1 want=$2 lock=$3 w=$4 rec=$5 mode=$6 data=$7 boot=$8 since=$9
 s=$(cat "/proc/$p/stat" 2>/dev/null) || exit 3
 c=$(getconf CLK_TCK 2>/dev/null) || c=100
-b=$(sed -n 's/^btime //p' /proc/stat)
 set -f
 set -- ${s##*") "}
 [ "$#" -ge 20 ] && [ "$1" != Z ] || exit 3
-d=$(( b * 100 + ${20} * 100 / c - want ))
-[ "$d" -ge -100 ] && [ "$d" -le 100 ] || exit 3
+l=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)
+if [ -n "$boot" ] && [ -n "$l" ]; then
+  [ "$l" = "$boot" ] || exit 3
+  d=$(( ${20} * 100 / c - since )); t=2
+else
+  b=$(sed -n 's/^btime //p' /proc/stat)
+  d=$(( b * 100 + ${20} * 100 / c - want )); t=100
+fi
+[ "$d" -ge "-$t" ] && [ "$d" -le "$t" ] || exit 3
 sh -c "$w" sh "$rec" "$mode" "$data" >/dev/null || exit 1
 rmdir -- "$lock" 2>/dev/null
 exit 0
@@ -133,7 +143,11 @@ exit 0
 CONFIRMED, NOT_THAT_PROCESS, NOT_WRITTEN = 0, 3, 1
 
 
-def confirm_running_argv(pid: int, start_time: float, lock: str, record_path: str, data: bytes) -> list[str]:
+def confirm_running_argv(pid: int, start: ProcStart, lock: str, record_path: str, data: bytes) -> list[str]:
     b64 = base64.b64encode(data).decode("ascii")
-    want = str(round(start_time * 100))
-    return ["sh", "-c", _CONFIRM_RUNNING, "sh", str(int(pid)), want, lock, WRITE_SCRIPT, record_path, "600", b64]
+    want = str(round(start.epoch * 100))
+    boot, since = "", "0"
+    if start.boot_relative and start.since_boot is not None:
+        boot, since = start.boot_id, str(round(start.since_boot * 100))
+    return ["sh", "-c", _CONFIRM_RUNNING, "sh", str(int(pid)), want, lock, WRITE_SCRIPT, record_path, "600", b64,
+            boot, since]  # fmt: skip

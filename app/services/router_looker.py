@@ -11,11 +11,12 @@ from collections.abc import AsyncIterator
 from app.config import MachineConfig
 from app.services.bounded import MAX_LOG_LINE, log_text
 from app.services.errors import RouterError
+from app.services.proc_start import ProcStart, same_process
 from app.services.router_api import RouterClient
 from app.services.router_key import KEY_FILE, parse_key_file
 from app.services.router_look import Look, look_argv, parse_look
 from app.services.router_record import RouterRecord, RouterStatus
-from app.services.transport import Transport, same_start
+from app.services.transport import Transport
 from app.services.types import RouterState
 
 _TAIL_SCRIPT = '[ -r "$2" ] || exit 1; tail -n "$1" -- "$2" | cut -b "1-$3"'
@@ -76,8 +77,7 @@ class RouterLooker:
 
     async def is_same_process(self, rec: RouterRecord) -> bool:
         """pid alive and the same process (a reused pid is not the router)."""
-        st = await self.transport.live_start_time(rec.pid)
-        return st is not None and same_start(st, rec.start_time)
+        return same_process(await self.transport.live_start(rec.pid), rec.started)
 
     def ask_early(self) -> None:
         """Over ssh: the first look (record, process, key) rides along with the connection's agent start."""
@@ -89,6 +89,11 @@ class RouterLooker:
     async def look(self, found: Look | None = None) -> tuple[RouterRecord | None, bool]:
         """The record, and whether its pid is still that process: over ssh in one request (router_look.py), or
         from the answer `found` that came with another request."""
+        rec, _, alive = await self._look(found)
+        return rec, alive
+
+    async def _look(self, found: Look | None = None) -> tuple[RouterRecord | None, ProcStart | None, bool]:
+        """look's record and answer, with the start of the live process the record's pid is now (None: gone)."""
         self._looked_key = self._seen = None
         if not self.transport.is_local:
             if found is None:
@@ -100,15 +105,18 @@ class RouterLooker:
                 rec = RouterRecord.from_json(found.record) if found.record is not None else None
                 if rec is None:
                     self._seen = (found, False)
-                    return None, False  # none, or damaged (a damaged record is a stale record)
+                    return None, None, False  # none, or damaged (a damaged record is a stale record)
                 if rec.pid == found.pid:
-                    alive = same_start(found.start_time, rec.start_time)
+                    alive = same_process(found.start, rec.started)
                     if alive and rec.requires_key and self._looked_key is not None:  # what client_key reads next
                         self._key = ((rec.pid, rec.start_time), self._looked_key[0] or self.machine.api_key())
                     self._seen = (found, alive)
-                    return rec, alive
+                    return rec, found.start, alive
         rec = await self.read_record()
-        return rec, rec is not None and await self.is_same_process(rec)
+        if rec is None:
+            return None, None, False
+        live = await self.transport.live_start(rec.pid)
+        return rec, live, same_process(live, rec.started)
 
     async def inspect(self) -> RouterStatus:
         """Look without changing anything: a running router, one stopped on request, one that exited, or none."""

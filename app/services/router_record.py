@@ -4,9 +4,10 @@ port, ...) that lets any later run adopt it, and the status a look at it gives."
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from app.services.proc_start import ProcStart
 from app.services.types import RouterState
 
 
@@ -25,6 +26,17 @@ class RouterRecord:
     # False for a router started before llamaherd gave every router a key: it is open to anyone on that host.
     requires_key: bool = False
     stopped_at: float = 0.0  # wall clock of the stop request, so a second stop can say since when
+    # What a wall-clock step leaves alone (proc_start.py): the boot id and the start in seconds since boot. Empty
+    # in a record written by an older llamaherd, or on a machine without /proc: start_time alone then decides.
+    boot_id: str = ""
+    since_boot: float | None = None
+
+    @property
+    def started(self) -> ProcStart:
+        return ProcStart(self.start_time, self.boot_id, self.since_boot)
+
+    def with_start(self, start: ProcStart) -> RouterRecord:
+        return replace(self, start_time=start.epoch, boot_id=start.boot_id, since_boot=start.since_boot)
 
     def to_json(self) -> bytes:
         d = asdict(self)
@@ -35,11 +47,23 @@ class RouterRecord:
     def from_json(data: bytes) -> RouterRecord | None:
         try:
             d: dict[str, Any] = json.loads(data)
+            if not isinstance(d, dict):
+                return None
+            # Fields a newer llamaherd added are left out, not taken for damage: a record taken for stale is
+            # cleared, and the router it names would run on unseen.
+            d = {k: v for k, v in d.items() if k in _FIELDS}
             d["argv"] = tuple(d.get("argv", ()))
+            since = d.get("since_boot")
+            if not isinstance(d.get("boot_id", ""), str) or not isinstance(since, int | float | None):
+                d.pop("boot_id", None)  # not what we wrote: the epoch start alone decides
+                d.pop("since_boot", None)
             d["state"] = RouterState(d.get("state", RouterState.RUNNING))
             return RouterRecord(**d)
         except (ValueError, TypeError):
             return None  # a damaged record is a stale record
+
+
+_FIELDS = frozenset(f.name for f in fields(RouterRecord))
 
 
 @dataclass(frozen=True)

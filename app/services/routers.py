@@ -2,9 +2,10 @@
 
 The rules come from shared/design/router-lessons.md: the router is detached with its output appended to a 0600
 log; a record (pid, process start time, port, program, preset, log) on the serving machine lets any later run
-adopt it; adoption needs pid alive *and* the same start time *and* /health; stop marks the record "stopping"
-first and leaves it there, so watchers say "stopped on request" rather than "crashed". Every router started
-here requires an API key, kept beside the record (router_key.py); state directories are 0700.
+adopt it; adoption needs pid alive *and* the same start (proc_start.py: boot id and start since boot, which a
+wall-clock step leaves alone) *and* /health; stop marks the record "stopping" first and leaves it there, so
+watchers say "stopped on request" rather than "crashed". Every router started here requires an API key, kept
+beside the record (router_key.py); state directories are 0700.
 """
 
 from __future__ import annotations
@@ -68,13 +69,15 @@ class RouterManager(RouterLooker):
 
         A record of a process that is gone (and was not stopped on request) is stale and is cleared.
         """
-        rec, alive = await self.look(found)
+        rec, alive, anchored = await self._look_recorded(found)
         if rec is None:
             return None
         if alive:
             if rec.state is RouterState.STOPPING:
                 return None  # on its way out
             if await self._healthy(rec.port):
+                if anchored:  # later looks then know it by its start again
+                    await self.write_record(rec)
                 return rec
             # Alive but silent (stopped with SIGSTOP, wedged): starting a second one beside it would take its
             # record and leave it running unseen.
@@ -85,6 +88,20 @@ class RouterManager(RouterLooker):
         if rec.state is not RouterState.STOPPING:
             await self.clear_record()
         return None
+
+    async def _look_recorded(self, found: Look | None = None) -> tuple[RouterRecord | None, bool, bool]:
+        """look, and then, where the recorded pid is alive but its start is not the record's (a wall-clock step
+        under a record that has only the epoch start, or anything else that fooled the start), whether it is
+        evidently the recorded router all the same: its command line is the record's argv, which holds the
+        router's random port and its preset (a pid reused by another program does not have it). That costs a
+        request only then, never in a normal stop. Returns (record, alive, re-anchored): a router recognised so
+        comes back with the record's start taken from the live process, so that waiting for it to go works."""
+        rec, live, alive = await self._look(found)
+        if rec is None or alive or live is None or not rec.argv:
+            return rec, alive, False
+        if await self.transport.process_argv(rec.pid) != rec.argv:
+            return rec, False, False
+        return rec.with_start(live), True, True
 
     async def _running_and_healthy(self) -> RouterRecord | None:
         rec, alive = await self.look()
@@ -115,7 +132,9 @@ class RouterManager(RouterLooker):
         """Over ssh, when the look just before found no live router and could read the key file: that look and
         the key the start would write, so that the request taking the lock can also do the start's next steps."""
         seen, self._seen = self._seen, None
-        if seen is None or seen[1] or seen[0].key_file is None:
+        # A live pid that is not the recorded start is looked at inside the lock first (adopt: it may be the
+        # router all the same); the plan would remove its record.
+        if seen is None or seen[1] or seen[0].key_file is None or seen[0].start is not None:
             return None
         try:
             key = self._key_from((parse_key_file(seen[0].key_file),))
@@ -176,13 +195,13 @@ class RouterManager(RouterLooker):
         pid = await t.spawn_detached(list(argv), log_path=log, env_files={KEY_ENV: await self.key_path()})
         if not t.is_local:  # the channel for the first /health opened now, before its client is even made
             t.warm_forward(await t.forward_port(port))
-        start_time = await t.process_start_time(pid)
-        if start_time is None:
+        started = await t.process_start(pid)
+        if started is None:
             raise LifecycleError(f"llama-server exited at once ({program})", await self._new_log(log, offset))
         rec = RouterRecord(
-            pid=pid, start_time=start_time, port=port, program=program, preset=preset, log=log,
+            pid=pid, start_time=started.epoch, port=port, program=program, preset=preset, log=log,
             state=RouterState.STARTING, started_at=time.time(), argv=argv, models_max=self.machine.models_max,
-            requires_key=True,
+            requires_key=True, boot_id=started.boot_id, since_boot=started.since_boot,
         )  # fmt: skip
         # The record is written while the process is first looked at (one round trip over ssh, not two), and the
         # first /health is asked meanwhile (its answer is taken only once the process was seen alive). The two
@@ -234,7 +253,7 @@ class RouterManager(RouterLooker):
         if self.transport.is_local:
             return None
         running = replace(rec, state=RouterState.RUNNING)
-        argv = confirm_running_argv(rec.pid, rec.start_time, await self.lock_path(), await self.record_path(),
+        argv = confirm_running_argv(rec.pid, rec.started, await self.lock_path(), await self.record_path(),
                                     running.to_json())  # fmt: skip
         # Released unless the answer says otherwise: with no answer (the link lost) the far side may have released
         # it, and removing it again could remove the lock of the llamaherd that took it next (a lock left behind
@@ -339,7 +358,7 @@ class RouterManager(RouterLooker):
 
     async def stop(self) -> RouterStatus:
         """Stop on request: mark the record "stopping" first, then SIGTERM, then SIGKILL after a grace period."""
-        rec, alive = await self.look()
+        rec, alive, _ = await self._look_recorded()
         if rec is None or not alive:
             return replace(await self._status_of(rec, alive), already=True)
         rec = replace(rec, state=RouterState.STOPPING, stopped_at=time.time())

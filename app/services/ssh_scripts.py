@@ -5,14 +5,20 @@ from __future__ import annotations
 
 MISSING = 44  # exit code our scripts use for "no such file"
 
-START_TIME_SCRIPT = 'getconf CLK_TCK 2>/dev/null || echo 100; grep "^btime " /proc/stat; cat "/proc/$1/stat"'
+# CLK_TCK, the btime line, the boot id (empty line if none), /proc/PID/stat (proc_start.py says why the boot id).
+BOOT_ID_LINE = "cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo"
+START_TIME_SCRIPT = f'getconf CLK_TCK 2>/dev/null || echo 100; grep "^btime " /proc/stat; {BOOT_ID_LINE}; ' + (
+    'cat "/proc/$1/stat"'
+)
+ARGV_LIMIT = 64 * 1024  # bytes of /proc/PID/cmdline read
+ARGV_SCRIPT = f'exec head -c {ARGV_LIMIT} "/proc/$1/cmdline"'
 # spawn_detached's argv ("$@"), then START_TIME_SCRIPT's lines for the pid it printed last, after SPAWNED_MARK.
 SPAWNED_MARK = b"\n@@llamaherd-spawned\n"
 SPAWN_THEN_START_TIME = f"""out=$("$@") || {{ r=$?; printf '%s\\n' "$out"; exit "$r"; }}
 printf '%s\\n' "$out"
 p=$(printf '%s\\n' "$out" | tail -n 1)
 printf '{SPAWNED_MARK.decode().strip()}\\n'
-getconf CLK_TCK 2>/dev/null || echo 100; grep "^btime " /proc/stat; cat "/proc/$p/stat" 2>/dev/null
+getconf CLK_TCK 2>/dev/null || echo 100; grep "^btime " /proc/stat; {BOOT_ID_LINE}; cat "/proc/$p/stat" 2>/dev/null
 exit 0
 """
 TREE_SCRIPT = "getconf PAGESIZE 2>/dev/null || echo 4096; cat /proc/[0-9]*/stat 2>/dev/null; exit 0"

@@ -25,6 +25,7 @@ import asyncssh
 
 from app.services import probes
 from app.services.errors import TransportError, WriteFailed
+from app.services.proc_start import ProcStart
 from app.services.remote_trace import note
 from app.services.sftp_write import sftp_write
 from app.services.ssh_agent import AgentDown, AgentKeeper
@@ -33,6 +34,8 @@ from app.services.ssh_hostkeys import describe
 from app.services.ssh_link import KEEPALIVE_EVERY, SshLink, SshTarget
 from app.services.ssh_scripts import (
     ARG_LIMIT,
+    ARGV_LIMIT,
+    ARGV_SCRIPT,
     ENV_SCRIPT,
     HEAD_SCRIPT,
     MISSING,
@@ -120,7 +123,7 @@ class SshTransport(Transport):
         self._env_of = 0  # the connection (by count) _env was read on
         self._forwards = PortForwards(self._open_channel)
         self._prev_cpu: probes.CpuSample | None = None
-        self._spawned: tuple[int, float | None, float] | None = None  # (pid, start time, when) of the last spawn
+        self._spawned: tuple[int, ProcStart | None, float] | None = None  # (pid, its start, when) of the last spawn
 
     # ---- connection ----
 
@@ -222,7 +225,7 @@ class SshTransport(Transport):
         head, sep, tail = res.stdout.partition(SPAWNED_MARK)
         pid = parse_spawn_output(self.name, RunResult(res.returncode, head, res.stderr))
         if sep:
-            self._spawned = (pid, self._parse_start_time(tail, live_only=False), time.monotonic())
+            self._spawned = (pid, probes.parse_start_lines(tail, live_only=False), time.monotonic())
         return pid
 
     async def pid_alive(self, pid: int) -> bool:
@@ -234,34 +237,25 @@ class SshTransport(Transport):
         except ValueError:
             return False
 
-    async def process_start_time(self, pid: int) -> float | None:
-        return await self._start_time(pid, live_only=False)
+    async def process_start(self, pid: int) -> ProcStart | None:
+        return await self._start(pid, live_only=False)
 
-    async def live_start_time(self, pid: int) -> float | None:
+    async def live_start(self, pid: int) -> ProcStart | None:
         # One command instead of two: each remote command pays for the login shell (~100+ ms with a heavy .bashrc).
-        return await self._start_time(pid, live_only=True)
+        return await self._start(pid, live_only=True)
 
-    async def _start_time(self, pid: int, *, live_only: bool) -> float | None:
+    async def _start(self, pid: int, *, live_only: bool) -> ProcStart | None:
         spawned, self._spawned = self._spawned, None
         if spawned is not None and spawned[0] == pid and not live_only and time.monotonic() - spawned[2] < 5:
             return spawned[1]  # read with the spawn, moments ago
         res = await self._sh(START_TIME_SCRIPT, str(int(pid)), what="process start time")
-        return self._parse_start_time(res.stdout if res.ok else b"", live_only=live_only)
+        return probes.parse_start_lines(res.stdout if res.ok else b"", live_only=live_only)
 
-    @staticmethod
-    def _parse_start_time(out: bytes, *, live_only: bool) -> float | None:
-        lines = out.decode(errors="replace").splitlines()
-        if len(lines) < 3:
-            return None
-        try:
-            clk = int(lines[0])
-            btime = probes.parse_btime(lines[1])
-            st = probes.parse_pid_stat(lines[2])
-        except ValueError:
-            return None
-        if live_only and st.state == "Z":
-            return None
-        return probes.start_time(st.starttime, clk, btime)
+    async def process_argv(self, pid: int) -> tuple[str, ...] | None:
+        res = await self._sh(ARGV_SCRIPT, str(int(pid)), what="process command line")
+        if not res.ok or not res.stdout or len(res.stdout) >= ARGV_LIMIT:
+            return None  # gone, a zombie (no command line), or cut: not one to compare
+        return tuple(a.decode(errors="surrogateescape") for a in res.stdout.removesuffix(b"\0").split(b"\0"))
 
     async def kill(self, pid: int, sig: int) -> bool:
         res = await self.run(["kill", f"-{int(sig)}", str(int(pid))])

@@ -15,6 +15,8 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
 from app.services.errors import TransportError
+from app.services.proc_start import ProcStart
+from app.services.proc_start import same_start as same_start
 from app.services.types import Connection, FileInfo, HostStats, RunResult
 
 STATE_DIR_TEMPLATE = "${XDG_STATE_HOME:-$HOME/.local/state}/llamaherd"
@@ -97,11 +99,6 @@ def expand_template(path: str, home: str, xdg_state_home: str | None) -> str:
         out = home + out[1:]
     out = out.replace("${HOME}", home)
     return re.sub(r"\$HOME(?![A-Za-z0-9_])", lambda _m: home, out)
-
-
-def same_start(a: float | None, b: float | None) -> bool:
-    """Whether two process start times are the same process (1 s tolerance: sides may round differently)."""
-    return a is not None and b is not None and abs(a - b) <= 1.0
 
 
 def pick_free_port(used: set[int], rng: random.Random | None = None) -> int:
@@ -194,13 +191,22 @@ class Transport(ABC):
     async def pid_alive(self, pid: int) -> bool: ...
 
     @abstractmethod
-    async def process_start_time(self, pid: int) -> float | None: ...
+    async def process_start(self, pid: int) -> ProcStart | None: ...
 
-    async def live_start_time(self, pid: int) -> float | None:
-        """The start time of a live (not zombie) process, or None: "is it still that process?" in one look."""
+    async def live_start(self, pid: int) -> ProcStart | None:
+        """The start of a live (not zombie) process, or None: "is it still that process?" in one look."""
         if not await self.pid_alive(pid):
             return None
-        return await self.process_start_time(pid)
+        return await self.process_start(pid)
+
+    async def process_start_time(self, pid: int) -> float | None:
+        """The epoch start time alone (it moves when the wall clock is stepped: identity is process_start's)."""
+        s = await self.process_start(pid)
+        return s.epoch if s is not None else None
+
+    @abstractmethod
+    async def process_argv(self, pid: int) -> tuple[str, ...] | None:
+        """The command line of a live process (bounded), or None when it is gone or cannot be read."""
 
     @abstractmethod
     async def kill(self, pid: int, sig: int) -> bool: ...

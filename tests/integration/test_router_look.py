@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from app.config import MachineConfig
+from app.services.proc_start import ProcStart
 from app.services.router_look import parse_look
 from app.services.router_prepare import CHANGED, DONE
 from app.services.routers import RouterManager, RouterRecord
@@ -76,15 +77,21 @@ def test_answers_that_are_not_one_are_not_used() -> None:
     assert locked is not None and locked.key_file is None and locked.key_exists
     assert parse_look(MISSING, b"two\nlines\n") is None
     assert parse_look(1, b"") is None
-    assert parse_look(0, b"/d\n-1\n\nnot-a-number\n100\nbtime 1\n\n{}") is None
+    assert parse_look(0, b"/d\n-1\n\nnot-a-number\n100\nbtime 1\n\n\n{}") is None
     assert parse_look(0, b"/d\n99\nshort") is None  # a key longer than what came
-    gone = parse_look(0, b"/d\n3\nkey\n12\n100\nbtime 1\n\n{}")
-    assert gone is not None and gone.start_time is None and gone.key_file == b"key" and gone.record == b"{}"
+    gone = parse_look(0, b"/d\n3\nkey\n12\n100\nbtime 1\n\n\n{}")
+    assert gone is not None and gone.start is None and gone.key_file == b"key" and gone.record == b"{}"
     stat = b"12 (x y) %s " + b"0 " * 18 + b"500 0 0\n"
-    live = parse_look(0, b"/d\n-1\n\n12\n100\nbtime 1000\n" + stat.replace(b"%s", b"S") + b"{}")
-    assert live is not None and live.start_time == 1005.0 and live.pid == 12
-    zombie = parse_look(0, b"/d\n-1\n\n12\n100\nbtime 1000\n" + stat.replace(b"%s", b"Z") + b"{}")
-    assert zombie is not None and zombie.start_time is None
+    head = b"/d\n-1\n\n12\n100\nbtime 1000\n"
+    boot = "0b4a1e3c-7d55-4c8e-9a3f-2f1d6e8b9c10"
+    live = parse_look(0, head + boot.encode() + b"\n" + stat.replace(b"%s", b"S") + b"{}")
+    assert live is not None and live.start == ProcStart(1005.0, boot, 5.0) and live.pid == 12
+    # no boot id (none readable there, or not a boot id): the epoch start alone
+    for no_boot in (b"", b"$(reboot)"):
+        bare = parse_look(0, head + no_boot + b"\n" + stat.replace(b"%s", b"S") + b"{}")
+        assert bare is not None and bare.start == ProcStart(1005.0)
+    zombie = parse_look(0, head + boot.encode() + b"\n" + stat.replace(b"%s", b"Z") + b"{}")
+    assert zombie is not None and zombie.start is None
 
 
 async def test_taking_the_start_lock_over_ssh_brings_the_look(
