@@ -25,6 +25,7 @@ from app.ui.model_cells import model_cells
 from app.ui.plain import plain
 from app.ui.table_rows import Col, Row, RowDiff, diff_rows, width_of
 from app.ui.vtable import VirtualTable
+from app.ui.width_hold import WidthHold
 
 CellsOf = tuple[ModelInfo, tuple[int, bool, ModelActivity | None, str], Row]
 
@@ -60,6 +61,8 @@ class KeyedTable(VirtualTable):
         self._width_counts: list[Counter[int]] = [Counter() for _ in self.cols]
         """Per column, how many rows have a cell of each width: a column is as wide as its widest cell now, so it
         narrows again when that cell narrows or goes (a "loading  42% ██▌··" badge widened status for good)."""
+        self._hold = WidthHold()
+        self._narrowing = False
         self._shape_done: tuple[int, bool] | None = None
         self._last_shape: tuple[int, bool, ModelActivity | None, str] = (0, False, None, "")
 
@@ -116,7 +119,8 @@ class KeyedTable(VirtualTable):
                     column[width_of(text)] += n
             rows.update(diff.add)  # appended: rows sorting equal keep the order they came in
         # Widths are set at once, not left to a later idle: a paint in between drew new rows at the old widths.
-        self.set_widths([max(label.cell_len, max(c, default=0)) for label, c in zip(self.labels, counts, strict=True)])
+        self.set_widths(self._hold.widths(self._wanted_widths(), self.scrollable_content_region.width))
+        self._narrow_later()
         if diff.add or diff.remove or any(i == self.sort_index for _, i, _ in diff.update):
             self._sort()
         else:
@@ -124,12 +128,34 @@ class KeyedTable(VirtualTable):
         self._restore_cursor(cursor_key)
         return diff
 
+    def _wanted_widths(self) -> list[int]:
+        """Each column as wide as its widest cell shown now (or its header)."""
+        counts = self._width_counts
+        return [max(label.cell_len, max(c, default=0)) for label, c in zip(self.labels, counts, strict=True)]
+
+    def _narrow_later(self) -> None:
+        if self._narrowing or self._hold.held == self._wanted_widths():
+            return
+        self._narrowing = True
+        self.set_timer(self._hold.due_in() + 0.05, self._narrow)
+
+    def _narrow(self) -> None:
+        self._narrowing = False
+        if self._hold.due_in() > 0:
+            self._narrow_later()  # a wide cell came back meanwhile: held from then
+        else:
+            self._fit_widths()
+
+    def _fit_widths(self) -> None:
+        """Widths exactly as the rows shown now need them."""
+        self.set_widths(self._hold.reset(self._wanted_widths()))
+
     def reset_rows(self) -> None:
         """Empty the table, columns back to their headers' width: another machine's list is another table."""
         self.rows_now = {}
         self._cell_cache.clear()
         self._width_counts = [Counter() for _ in self.cols]
-        self.set_widths([label.cell_len for label in self.labels])
+        self._fit_widths()
         self.cursor_row = 0
         self.set_order([])
         self.scroll_to(0, 0, animate=False, immediate=True)
@@ -212,11 +238,13 @@ class KeyedTable(VirtualTable):
         self.filter_text = text
         self._show_sort()
         self.refresh_rows()
+        self._fit_widths()  # the operator changed what is shown: no width held from before
 
     def on_resize(self, event: events.Resize) -> None:
         if event.size == self._resized_to:
             return  # `f` shows a table again at the size it had
         self._resized_to = event.size
+        self._fit_widths()
         # Rows depend on the size only through the id column's room and narrowness.
         if self.rows_now and (self.id_width, self.narrow) != self._shape_done:
             self.refresh_rows()

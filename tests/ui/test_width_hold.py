@@ -1,0 +1,60 @@
+"""Columns do not jitter on every load: with room to spare, a column that widened for a loading badge keeps its
+width until nothing has needed it for HOLD_SECONDS; without room it narrows at once (test_model_table_widths)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.config import Config
+from app.services.types import LoadProgress, ModelsChanged, ModelState
+from app.ui import width_hold
+from app.ui.app import make_app
+from app.ui.width_hold import WidthHold, table_width
+from tests.ui.screen import wait_for
+from tests.ui.standin import NOW, demo_fleet
+from tests.ui.test_model_table_widths import status_of, width, with_gemma
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_a_column_is_held_then_narrows_and_never_past_the_room() -> None:
+    clock = Clock()
+    hold = WidthHold(clock)
+    assert hold.widths([5, 10], room=100) == [5, 10]
+    assert hold.widths([5, 20], room=100) == [5, 20]  # wider: at once
+    clock.t += 1
+    assert hold.widths([5, 10], room=100) == [5, 20]  # narrower: held
+    assert hold.due_in() == pytest.approx(width_hold.HOLD_SECONDS - 1)
+    clock.t += 5
+    assert hold.widths([5, 20], room=100) == [5, 20]  # needed again: held from now
+    assert hold.due_in() == pytest.approx(width_hold.HOLD_SECONDS)
+    assert hold.widths([5, 10], room=table_width([5, 20]) - 1) == [5, 10]  # the held width does not fit: at once
+    assert hold.reset([3, 3]) == [3, 3]
+
+
+async def test_status_keeps_its_width_between_loads_then_narrows(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(width_hold, "HOLD_SECONDS", 1.0)
+    fleet = demo_fleet()
+    loaded = with_gemma(state=ModelState.LOADED, progress=None)
+    fleet.model_lists["workstation"] = loaded
+    app = make_app(Config(), fleet, frozen_time=NOW)
+    async with app.run_test(size=(200, 40)) as pilot:
+        table = app.dashboard.model_table
+        await wait_for(pilot, lambda: len(table.rows_now) == 5)
+        await pilot.pause(0.1)
+        settled = width(table, "status")
+        progress = LoadProgress(("text_model",), "text_model", 0.42)
+        fleet.emit(ModelsChanged("workstation", with_gemma(state=ModelState.LOADING, progress=progress)))
+        await wait_for(pilot, lambda: "42%" in status_of(app, "gemma-3-4b-it"))
+        wide = width(table, "status")
+        assert wide > settled
+        fleet.emit(ModelsChanged("workstation", loaded))
+        await wait_for(pilot, lambda: "loaded" in status_of(app, "gemma-3-4b-it"))
+        assert width(table, "status") == wide  # held: no column moved
+        await wait_for(pilot, lambda: width(table, "status") == settled)  # then narrowed, by itself
