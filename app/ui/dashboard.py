@@ -39,6 +39,7 @@ from app.ui.machines import FirstRunNotice, MachinesPane, first_run_text
 from app.ui.models import KeyedTable, ModelTable
 from app.ui.prompt import Prompt
 from app.ui.reason_cells import reason_note, reason_notes
+from app.ui.repeat_failures import RepeatedFailures
 from app.ui.state import Changes
 from app.ui.unreachable import UnreachableNotices, unreachable_sentence
 from app.ui.vtable import VirtualTable
@@ -59,6 +60,7 @@ class DashboardScreen(DashboardActions, Screen[None]):
         self.selected_machine = ""
         self._recent_errors: dict[str, float] = {}
         self.failure_link = FailureLink()
+        self.repeated_failures = RepeatedFailures()
         self._bindings_shown: tuple[bool | None, ...] = ()
         self._title_shown = Text()
         self._notice_shown = Text()
@@ -168,6 +170,8 @@ class DashboardScreen(DashboardActions, Screen[None]):
             if changes.cards:
                 self._paint_hint()
         for p in changes.problems:
+            if p.model and self.repeated_failures.quiet(p.machine, p.model):
+                continue
             self.notify_error(p.message, f"{p.machine}: {p.model}" if p.model else p.machine, p.machine, p.model or "")
         for name in changes.models:
             for done in self.notices.settled(name, state.get(name).models):

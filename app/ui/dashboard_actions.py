@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from app.ui.herd_api import HerdApi
     from app.ui.logs import LogPanel
     from app.ui.machines import MachinesPane
+    from app.ui.repeat_failures import RepeatedFailures
 
 ATTACH_ONLY = "{} is attach-only: its preset file belongs to whoever runs that router"
 
@@ -41,6 +42,7 @@ class DashboardActions:
         fit: FitAdvisor
         notices: ActionNotices
         failure_link: FailureLink
+        repeated_failures: RepeatedFailures
 
         app: App[object]
 
@@ -58,10 +60,12 @@ class DashboardActions:
 
     def load(self, machine: str, model: str) -> None:
         self.herd.notify(self.notices.began("load", machine, model), timeout=3, markup=False)
+        self.repeated_failures.forget(machine, model)  # its answer is toasted, however recent the last failure
         self._fleet_call(f"load {model} on {machine}", machine, model, lambda: self.herd.fleet.load(machine, model))
 
     def unload(self, machine: str, model: str) -> None:
         self.herd.notify(self.notices.began("unload", machine, model), timeout=3, markup=False)
+        self.repeated_failures.forget(machine, model)  # its answer is toasted, however recent the last failure
         self._fleet_call(f"unload {model} on {machine}", machine, model, lambda: self.herd.fleet.unload(machine, model))
 
     def action_load(self) -> None:
