@@ -23,9 +23,9 @@ from app.ui.border_text import set_border_text
 from app.ui.glyphs import Glyphs
 from app.ui.model_cells import model_cells
 from app.ui.plain import plain
+from app.ui.size_hold import SizeHold
 from app.ui.table_rows import Col, Row, RowDiff, diff_rows, width_of
 from app.ui.vtable import VirtualTable
-from app.ui.width_hold import WidthHold
 
 CellsOf = tuple[ModelInfo, tuple[int, bool, ModelActivity | None, str], Row]
 
@@ -61,7 +61,7 @@ class KeyedTable(VirtualTable):
         self._width_counts: list[Counter[int]] = [Counter() for _ in self.cols]
         """Per column, how many rows have a cell of each width: a column is as wide as its widest cell now, so it
         narrows again when that cell narrows or goes (a "loading  42% ██▌··" badge widened status for good)."""
-        self._hold = WidthHold()
+        self._hold = SizeHold()
         self._narrowing = False
         self._shape_done: tuple[int, bool] | None = None
         self._last_shape: tuple[int, bool, ModelActivity | None, str] = (0, False, None, "")

@@ -29,12 +29,16 @@ from app.services.types import GpuStats
 from app.ui.format import BAD, BUSY, DIM, connection_text, duration, human_bytes, is_down, router_text
 from app.ui.glyphs import Glyphs
 from app.ui.plain import plain, safe_text
+from app.ui.size_hold import SizeHold
 from app.ui.state import MachineState
 
 ONE_LINE_MIN_WIDTH = 56  # below this a card uses several lines
 # Why a machine is down, in full on the selected card (others keep a line or two): the most lines it may take.
 REASON_LINES_SELECTED = {True: 4, False: 12}  # one-line cards (the pane is at most 8 rows high), side column
 OPEN_ROUTER_TEXT = "open: no API key: anyone on that host can use it. Restart it with one: x then s"
+
+
+MAX_CARD_LINES = 64  # the room a held height may take (a card is a few lines)
 
 
 class MachineCard(Widget):
@@ -56,6 +60,10 @@ class MachineCard(Widget):
         self._stale_text = ""
         self._shown: list[Text] | None = None  # the lines on screen (None: work them out at the next paint)
         self._shown_width = 0
+        # A model's failure, said on the card, leaves its room for a while when the model moves on.
+        self._height = SizeHold()
+        self._problem_lines = 0
+        self._shrinking = False
         # Per row, the line last rendered, for which width and style, and its strip. Bound: one entry per row the
         # card has had (a card is a few lines; REASON_LINES_SELECTED caps the tallest).
         self._strips: dict[int, tuple[Text, int, VisualStyle, Strip]] = {}
@@ -67,6 +75,7 @@ class MachineCard(Widget):
         return self.state.view.name
 
     def watch_selected(self, value: bool) -> None:
+        self._height.reset([])  # the operator's choice: fitted at once
         self.set_class(value, "-selected")
         self._shown = None
         self.refresh(layout=True)  # the selected card of a machine that is down says why in full: another height
@@ -93,6 +102,12 @@ class MachineCard(Widget):
         width = self._width()
         lines = self._lines(width)
         before = self._shown if self._shown_width == width else None
+        if before is None:
+            self._height.reset([])
+        self._height.widths([self._problem_lines], room=MAX_CARD_LINES)
+        if len(self._padded(lines)) > len(lines):
+            self._shrink_later()
+        lines = self._padded(lines)
         self._shown, self._shown_width = lines, width
         if before is None or len(before) != len(lines) or len(lines) != self.size.height:
             self.refresh(layout=True)
@@ -101,11 +116,29 @@ class MachineCard(Widget):
         if rows:
             self.refresh(*rows)
 
+    def _padded(self, lines: list[Text]) -> list[Text]:
+        """`lines`, with blank ones below where a problem's lines were, while their room is held."""
+        room = (self._height.held[0] if self._height.held else 0) - self._problem_lines
+        return lines + [Text("") for _ in range(room)] if room > 0 else lines
+
+    def _shrink_later(self) -> None:
+        if not self._shrinking:
+            self._shrinking = True
+            self.set_timer(self._height.due_in() + 0.05, self._shrink)
+
+    def _shrink(self) -> None:
+        self._shrinking = False
+        if self._height.due_in() > 0:
+            self._shrink_later()  # the taller card was needed again meanwhile: held from then
+            return
+        self._height.reset([])
+        self._repaint()
+
     def on_click(self, event: events.Click) -> None:
         self.post_message(MachinesPane.Picked(self.machine))
 
     def get_content_height(self, container: object, viewport: object, width: int) -> int:
-        return len(self._lines(width))
+        return len(self._padded(self._lines(width)))
 
     def _width(self) -> int:
         return self.content_size.width or self.size.width
@@ -119,7 +152,7 @@ class MachineCard(Widget):
         width = self.size.width
         style = self.visual_style
         if self._shown is None or self._shown_width != self._width():
-            self._shown, self._shown_width = self._lines(self._width()), self._width()
+            self._shown, self._shown_width = self._padded(self._lines(self._width())), self._width()
         if y >= len(self._shown):
             return Strip.blank(width, style.rich_style)
         line = self._shown[y]
@@ -189,9 +222,11 @@ class MachineCard(Widget):
             room = max(4, width - 3)
             for chunk in g.wrap(OPEN_ROUTER_TEXT, room, 1 if one_line else 3):
                 lines.append(Text.assemble("   ", (chunk, BUSY)))
+        self._problem_lines = 0
         if st.problem:
             room = max(4, width - 3)
             wrapped = g.wrap(visible_lines(st.problem), room, 1 if one_line else 3)
+            self._problem_lines = len(wrapped)
             for i, chunk in enumerate(wrapped):
                 lines.append(Text.assemble(" ", (g.failed if i == 0 else " ", BAD), " ", (chunk, BAD)))
         if down:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from app.config import Config
-from app.services.types import LoadProgress, ModelsChanged, ModelState
-from app.ui import width_hold
+from app.services.types import LoadProgress, ModelsChanged, ModelState, Problem
+from app.ui import size_hold
 from app.ui.app import make_app
-from app.ui.width_hold import WidthHold, table_width
+from app.ui.machines import MachineCard
+from app.ui.size_hold import SizeHold, table_width
 from tests.ui.screen import wait_for
 from tests.ui.standin import NOW, demo_fleet
 from tests.ui.test_model_table_widths import status_of, width, with_gemma
@@ -25,21 +26,21 @@ class Clock:
 
 def test_a_column_is_held_then_narrows_and_never_past_the_room() -> None:
     clock = Clock()
-    hold = WidthHold(clock)
+    hold = SizeHold(clock)
     assert hold.widths([5, 10], room=100) == [5, 10]
     assert hold.widths([5, 20], room=100) == [5, 20]  # wider: at once
     clock.t += 1
     assert hold.widths([5, 10], room=100) == [5, 20]  # narrower: held
-    assert hold.due_in() == pytest.approx(width_hold.HOLD_SECONDS - 1)
+    assert hold.due_in() == pytest.approx(size_hold.HOLD_SECONDS - 1)
     clock.t += 5
     assert hold.widths([5, 20], room=100) == [5, 20]  # needed again: held from now
-    assert hold.due_in() == pytest.approx(width_hold.HOLD_SECONDS)
+    assert hold.due_in() == pytest.approx(size_hold.HOLD_SECONDS)
     assert hold.widths([5, 10], room=table_width([5, 20]) - 1) == [5, 10]  # the held width does not fit: at once
     assert hold.reset([3, 3]) == [3, 3]
 
 
 async def test_status_keeps_its_width_between_loads_then_narrows(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(width_hold, "HOLD_SECONDS", 1.0)
+    monkeypatch.setattr(size_hold, "HOLD_SECONDS", 1.0)
     fleet = demo_fleet()
     loaded = with_gemma(state=ModelState.LOADED, progress=None)
     fleet.model_lists["workstation"] = loaded
@@ -58,3 +59,24 @@ async def test_status_keeps_its_width_between_loads_then_narrows(monkeypatch: py
         await wait_for(pilot, lambda: "loaded" in status_of(app, "gemma-3-4b-it"))
         assert width(table, "status") == wide  # held: no column moved
         await wait_for(pilot, lambda: width(table, "status") == settled)  # then narrowed, by itself
+
+
+async def test_a_cards_problem_lines_keep_their_room_for_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(size_hold, "HOLD_SECONDS", 1.0)
+    fleet = demo_fleet()
+    loaded = with_gemma(state=ModelState.LOADED, progress=None)
+    fleet.model_lists["workstation"] = loaded
+    app = make_app(Config(), fleet, frozen_time=NOW)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
+        card = next(c for c in app.dashboard.machines.query(MachineCard) if c.machine == "workstation")
+        await wait_for(pilot, lambda: card.size.height > 0)
+        plain_height = card.size.height
+        fleet.emit(Problem("workstation", "gemma-3-4b-it failed to load (exit code 1)", model="gemma-3-4b-it"))
+        await wait_for(pilot, lambda: card.size.height > plain_height)
+        with_problem = card.size.height
+        progress = LoadProgress(("text_model",), "text_model", 0.42)
+        fleet.emit(ModelsChanged("workstation", with_gemma(state=ModelState.LOADING, progress=progress)))  # again
+        await wait_for(pilot, lambda: "failed" not in " ".join(t.plain for t in card._shown or []))
+        assert card.size.height == with_problem  # the room is kept: nothing below the card moved
+        await wait_for(pilot, lambda: card.size.height == plain_height)  # then given back, by itself

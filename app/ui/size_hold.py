@@ -1,4 +1,4 @@
-"""Column widths that do not jitter on every load.
+"""Sizes that do not jitter on every load: table columns, machine cards.
 
 A loading model's status cell ("loading  42% ██▌·· · requested · 00:06") is wider than a loaded one's, so on a busy
 router the status column widened on each load and narrowed on each unload: every column right of it jumped, and
@@ -6,6 +6,9 @@ each change drew every line of the table again (52 full repaints in 3 minutes of
 widens at once and narrows only when nothing has needed its width for HOLD_SECONDS, or at once when the held width
 no longer fits the table's room (at 80 columns the badge pushed "source" off the screen). A new machine, a filter or
 a resize fits the widths exactly again.
+
+A machine card grew lines for a model's failure and lost them when the model moved on (every 15 s in the soak's
+cycle): each change of height is a layout and a repaint of the whole screen. That room is held the same way.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ def table_width(widths: Sequence[int]) -> int:
     return sum(widths) + 2 * len(widths)  # one cell of padding each side
 
 
-class WidthHold:
+class SizeHold:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self.held: list[int] = []
