@@ -10,20 +10,13 @@ from app.services.types import Problem
 from app.ui import dashboard
 from app.ui.app import make_app
 from app.ui.repeat_failures import MAX_KEPT, QUIET_SECONDS, RepeatedFailures
+from tests.helpers.clock import SteppedClock
 from tests.ui.screen import record_notifications, wait_for
 from tests.ui.standin import NOW, demo_fleet
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 def test_quiet_for_a_while_per_model_and_bounded() -> None:
-    clock = Clock()
+    clock = SteppedClock()
     r = RepeatedFailures(clock)
     assert not r.quiet("box", "broken")
     clock.t += QUIET_SECONDS - 1

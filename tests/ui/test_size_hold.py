@@ -6,26 +6,19 @@ from __future__ import annotations
 import pytest
 
 from app.config import Config
-from app.services.types import LoadProgress, ModelsChanged, ModelState, Problem
+from app.services.types import LoadProgress, ModelInfo, ModelsChanged, ModelState, Problem
 from app.ui import size_hold
-from app.ui.app import make_app
+from app.ui.app import HerdApp, make_app
 from app.ui.machines import MachineCard
 from app.ui.size_hold import SizeHold, table_width
+from tests.helpers.clock import SteppedClock
 from tests.ui.screen import wait_for
-from tests.ui.standin import NOW, demo_fleet
+from tests.ui.standin import NOW, StandInFleet, demo_fleet
 from tests.ui.test_model_table_widths import status_of, width, with_gemma
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 def test_a_column_is_held_then_narrows_and_never_past_the_room() -> None:
-    clock = Clock()
+    clock = SteppedClock()
     hold = SizeHold(clock)
     assert hold.widths([5, 10], room=100) == [5, 10]
     assert hold.widths([5, 20], room=100) == [5, 20]  # wider: at once
@@ -39,12 +32,17 @@ def test_a_column_is_held_then_narrows_and_never_past_the_room() -> None:
     assert hold.reset([3, 3]) == [3, 3]
 
 
-async def test_status_keeps_its_width_between_loads_then_narrows(monkeypatch: pytest.MonkeyPatch) -> None:
+def gemma_loaded(monkeypatch: pytest.MonkeyPatch) -> tuple[HerdApp, StandInFleet, tuple[ModelInfo, ...]]:
+    """The demo's workstation with gemma loaded, and a hold of 1 s."""
     monkeypatch.setattr(size_hold, "HOLD_SECONDS", 1.0)
     fleet = demo_fleet()
     loaded = with_gemma(state=ModelState.LOADED, progress=None)
     fleet.model_lists["workstation"] = loaded
-    app = make_app(Config(), fleet, frozen_time=NOW)
+    return make_app(Config(), fleet, frozen_time=NOW), fleet, loaded
+
+
+async def test_status_keeps_its_width_between_loads_then_narrows(monkeypatch: pytest.MonkeyPatch) -> None:
+    app, fleet, loaded = gemma_loaded(monkeypatch)
     async with app.run_test(size=(200, 40)) as pilot:
         table = app.dashboard.model_table
         await wait_for(pilot, lambda: len(table.rows_now) == 5)
@@ -62,11 +60,7 @@ async def test_status_keeps_its_width_between_loads_then_narrows(monkeypatch: py
 
 
 async def test_a_cards_problem_lines_keep_their_room_for_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(size_hold, "HOLD_SECONDS", 1.0)
-    fleet = demo_fleet()
-    loaded = with_gemma(state=ModelState.LOADED, progress=None)
-    fleet.model_lists["workstation"] = loaded
-    app = make_app(Config(), fleet, frozen_time=NOW)
+    app, fleet, _ = gemma_loaded(monkeypatch)
     async with app.run_test(size=(160, 40)) as pilot:
         await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
         card = next(c for c in app.dashboard.machines.query(MachineCard) if c.machine == "workstation")
