@@ -63,6 +63,8 @@ async def test_a_key_enabled_or_disabled_is_dimmed_in_place_without_rebuilding_t
             dash.refresh_bindings()
             await wait_for(pilot, lambda: load.has_class("-disabled") == dim["load"])
             assert load._disabled == dimmed
+            await pilot.pause()
+            assert bool(load.rich_style.dim) == dimmed  # what shows: dim exactly when it cannot apply
         await pilot.pause(0.3)
         assert list(dash.query(FooterKey)) == before, "the footer was rebuilt for a key's enabled state"
         in_place = [(k.key, k.description, k.has_class("-disabled"), k.tooltip) for k in before]
