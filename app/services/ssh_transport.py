@@ -219,7 +219,7 @@ class SshTransport(Transport):
         env_files: Mapping[str, str] | None = None,
     ) -> int:
         # The new process's start time is read in the same request (its pid is the last line): the caller asks
-        # for it next, and process_start_time then answers from here.
+        # for it next, and process_start then answers from here.
         spawn = spawn_args(argv, log_path, env, cwd, env_files)
         res = await self._exec(shlex.join(["sh", "-c", SPAWN_THEN_START_TIME, "sh", *spawn]), what=argv[0])
         head, sep, tail = res.stdout.partition(SPAWNED_MARK)

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
 from app.services.errors import TransportError
 from app.services.proc_start import ProcStart
-from app.services.proc_start import same_start as same_start
 from app.services.types import Connection, FileInfo, HostStats, RunResult
 
 STATE_DIR_TEMPLATE = "${XDG_STATE_HOME:-$HOME/.local/state}/llamaherd"
@@ -199,10 +198,6 @@ class Transport(ABC):
             return None
         return await self.process_start(pid)
 
-    async def process_start_time(self, pid: int) -> float | None:
-        """The epoch start time alone (it moves when the wall clock is stepped: identity is process_start's)."""
-        s = await self.process_start(pid)
-        return s.epoch if s is not None else None
 
     @abstractmethod
     async def process_argv(self, pid: int) -> tuple[str, ...] | None:

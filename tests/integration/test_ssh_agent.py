@@ -264,10 +264,10 @@ async def test_a_spawned_process_start_time_comes_with_the_spawn(ssh: SshTranspo
     pid = await ssh.spawn_detached(["sleep", "30"], log_path=str(tmp_path / "spawned.log"))
     try:
         before = agent_of(ssh).requests
-        first = await ssh.process_start_time(pid)
+        first = await ssh.process_start(pid)
         assert agent_of(ssh).requests == before  # read in the spawn's own request
-        assert first is not None and abs(first - psutil.Process(pid).create_time()) <= 1.0
-        again = await ssh.process_start_time(pid)  # taken once: asked again, it is read afresh
+        assert first is not None and abs(first.epoch - psutil.Process(pid).create_time()) <= 1.0
+        again = await ssh.process_start(pid)  # taken once: asked again, it is read afresh
         assert again == first and agent_of(ssh).requests == before + 1
     finally:
         stop(pid)

@@ -18,7 +18,8 @@ import pytest
 
 from app.services.errors import TransportError
 from app.services.local_transport import LocalTransport
-from app.services.transport import Transport, same_start
+from app.services.proc_start import same_start
+from app.services.transport import Transport
 from tests.helpers.processes import settled, stop, weird_args
 from tests.helpers.wait import wait_for
 from tests.sshd import SshServer, ssh_transport
@@ -136,12 +137,12 @@ async def test_process_facts(transport: Transport, tmp_path: Path) -> None:
     )
     try:
         await wait_for(lambda: settled(pid))
-        started = await transport.process_start_time(pid)
-        assert started is not None and same_start(started, psutil.Process(pid).create_time())
+        started = await transport.process_start(pid)
+        assert started is not None and same_start(started.epoch, psutil.Process(pid).create_time())
         rss = await transport.process_tree_rss(pid)
         assert rss is not None and rss > psutil.Process(pid).memory_info().rss  # the child counts too
         assert await transport.pid_alive(pid)
-        assert await transport.process_start_time(2**22 + 1) is None
+        assert await transport.process_start(2**22 + 1) is None
         assert await transport.process_tree_rss(2**22 + 1) is None
         assert not await transport.pid_alive(2**22 + 1)
         assert not await transport.kill(2**22 + 1, signal.SIGTERM)

@@ -7,12 +7,12 @@ import random
 import pytest
 
 from app.services import probes
+from app.services.proc_start import same_start
 from app.services.transport import (
     PORT_RANGE,
     SPAWN_SCRIPT,
     expand_template,
     pick_free_port,
-    same_start,
     spawn_args,
 )
 from app.services.types import GpuStats
