@@ -80,6 +80,17 @@ def stop_leftovers(root: str) -> None:
                 p.kill()
 
 
+def rss_split(pid: int) -> str:
+    """RSS by kind (anonymous, file-backed, shared memory), from /proc: a file mapping (SQLite's memory map of the
+    history) counts in RSS but is the OS's page cache, not the heap."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            kb = {k: int(v.split()[0]) for k, _, v in (ln.partition(":") for ln in f) if k.startswith("Rss")}
+    except OSError:
+        return ""
+    return " ".join(f"{k[3:].lower()} {v / 1024:.1f}" for k, v in kb.items())
+
+
 def cpu_seconds(p: psutil.Process) -> float:
     t = p.cpu_times()
     return t.user + t.system
@@ -95,7 +106,8 @@ def sample(pane: Pane, minutes: float, every: float, settle: float) -> list[tupl
     while True:
         now = time.monotonic()
         out.append((now - t0, p.memory_info().rss / 2**20, cpu_seconds(p)))
-        print(f"  t={now - t0:6.0f} s  RSS {out[-1][1]:6.1f} MB  CPU {out[-1][2]:7.1f} s", flush=True)
+        print(f"  t={now - t0:6.0f} s  RSS {out[-1][1]:6.1f} MB ({rss_split(p.pid)})  CPU {out[-1][2]:7.1f} s",
+              flush=True)  # fmt: skip
         if now >= end:
             return out
         time.sleep(min(every, max(0.0, end - now)))
