@@ -210,6 +210,22 @@ class FileInfo:
     mode: int | None = None  # permission bits, where the reader asked for them (stat)
 
 
+# The time's place in a line is nearly always the same few (after a child's "[port] " prefix, or at 0), but each
+# packed offset past 0 was a new 32-byte int per line: one shared object per value instead. Bound: PACKED_KEPT.
+_PACKED: dict[int, int] = {}
+PACKED_KEPT = 4096
+
+
+def _packed(v: int) -> int:
+    got = _PACKED.get(v)
+    if got is not None:
+        return got
+    if len(_PACKED) >= PACKED_KEPT:
+        _PACKED.clear()
+    _PACKED[v] = v
+    return v
+
+
 class LogLine:
     """One parsed router log line. `model` is set for a child line whose port is known.
 
@@ -233,7 +249,7 @@ class LogLine:
         put(self, "raw", raw)
         put(self, "_text", len(raw) - len(text) if text and raw.endswith(text) else text)
         at = raw.find(time) if time else -1
-        put(self, "_time", at << 8 | len(time) if at >= 0 and len(time) < 256 else time)
+        put(self, "_time", _packed(at << 8 | len(time)) if at >= 0 and len(time) < 256 else time)
         put(self, "level", level)
         put(self, "source", source)
         put(self, "port", port)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import tracemalloc
 
+from app.services import logs as logs_mod
+from app.services import types as types_mod
 from app.services.log_window import LogWindow
 from app.services.logs import LogAttributor
 from app.services.types import LogLine
@@ -78,3 +80,34 @@ def test_ten_thousand_parsed_lines_cost_under_ten_megabytes() -> None:
     assert len(kept) == 10_000 and kept[-1].model == "model-9"
     assert cost <= 10 * 2**20, f"{cost / 2**20:.1f} MB for 10,000 lines"
     assert cost >= 10_000 * 100, "the measure must see the lines at all"
+
+
+def test_a_line_beside_its_text_costs_one_object_sharing_its_port_and_time_place() -> None:
+    """Beyond its raw text, a child line is its slotted object: the port and the time's place are shared ints
+    (each was a new 32-byte int per line, a third of that cost)."""
+    att = LogAttributor()
+    att.ports[41001] = "alpha"
+    raws = [f"[41001] 0.01.{i % 1000:03d}.{i % 997:03d} I slot update_slots: task {i}" for i in range(10_000)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        kept = [att.parse(r) for r in raws]
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    per_line = sum(s.size_diff for s in after.compare_to(before, "filename")) / len(kept)
+    assert kept[0].port is kept[-1].port and kept[0]._time is kept[-1]._time
+    assert kept[-1].time == "0.01.999.029" and kept[-1].model == "alpha"
+    assert 60 <= per_line <= 120, f"{per_line:.0f} bytes a line beside its text"
+
+
+def test_the_shared_ints_stay_bounded_whatever_ports_and_places_a_log_prints() -> None:
+    att = LogAttributor()
+    lines = [att.parse(f"[{20000 + k}] 0.00.001.002 I x") for k in range(3 * logs_mod.PORT_INTS)]
+    assert len(att._port_ints) <= logs_mod.PORT_INTS
+    assert lines[-1].port == 20000 + 3 * logs_mod.PORT_INTS - 1
+    for k in range(2 * types_mod.PACKED_KEPT):  # as many (place, length) pairs
+        t = "1" * (k % 255 + 1)
+        assert LogLine(raw="x" * (k // 255) + t + " y", text="y", time=t).time == t
+    assert len(types_mod._PACKED) <= types_mod.PACKED_KEPT
+    assert LogLine(raw="ab0.00.001.002 z", text="z", time="0.00.001.002").time == "0.00.001.002"
