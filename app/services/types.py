@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from app.services.errors import HerdError
+from app.services.shared_values import SharedValues
 
 
 class ModelState(StrEnum):
@@ -212,18 +213,8 @@ class FileInfo:
 
 # The time's place in a line is nearly always the same few (after a child's "[port] " prefix, or at 0), but each
 # packed offset past 0 was a new 32-byte int per line: one shared object per value instead. Bound: PACKED_KEPT.
-_PACKED: dict[int, int] = {}
 PACKED_KEPT = 4096
-
-
-def _packed(v: int) -> int:
-    got = _PACKED.get(v)
-    if got is not None:
-        return got
-    if len(_PACKED) >= PACKED_KEPT:
-        _PACKED.clear()
-    _PACKED[v] = v
-    return v
+packed_ints: SharedValues[int] = SharedValues(PACKED_KEPT)
 
 
 class LogLine:
@@ -249,7 +240,7 @@ class LogLine:
         put(self, "raw", raw)
         put(self, "_text", len(raw) - len(text) if text and raw.endswith(text) else text)
         at = raw.find(time) if time else -1
-        put(self, "_time", _packed(at << 8 | len(time)) if at >= 0 and len(time) < 256 else time)
+        put(self, "_time", packed_ints(at << 8 | len(time)) if at >= 0 and len(time) < 256 else time)
         put(self, "level", level)
         put(self, "source", source)
         put(self, "port", port)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.services.activity import ModelActivity
+from app.services.shared_values import SharedValues
 from app.services.textsafe import visible
 from app.services.types import ModelInfo, ModelState
 from app.ui.activity_cells import activity_cell
@@ -74,18 +75,12 @@ def _rest(m: ModelInfo, g: Glyphs, narrow: bool, act: ModelActivity | None) -> R
     return tail
 
 
-_texts: dict[str, str] = {}
+_texts: SharedValues[str] = SharedValues(TAILS)
 
 
 def shared_text(text: str) -> str:
     """One string per status text ("○ unloaded" was made anew for each of 20,000 rows); bounded as the cells."""
-    hit = _texts.get(text)
-    if hit is not None:
-        return hit
-    if len(_texts) >= TAILS:
-        _texts.clear()
-    _texts[text] = text
-    return text
+    return _texts(text)
 
 
 def matches(m: ModelInfo, text: str) -> bool:

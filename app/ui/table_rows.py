@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from rich.cells import cell_len
 from rich.text import Text
 
+from app.services.shared_values import SharedValues
 from app.services.textsafe import visible
 
 
@@ -39,19 +40,13 @@ Row = tuple[CellSpec, ...]
 
 SHARED_CELLS = 4096
 """Bound of the shared-cells table (emptied when full: then cells are merely not shared for a while)."""
-_shared: dict[CellSpec, CellSpec] = {}
+_shared: SharedValues[CellSpec] = SharedValues(SHARED_CELLS)
 
 
 def shared(cell: CellSpec) -> CellSpec:
     """The one CellSpec of this value: many rows show the same size, context, "no" vision or empty activity cell,
     and 20,000 rows held 20,000 equal cells of each such column (in each table)."""
-    hit = _shared.get(cell)
-    if hit is not None:
-        return hit
-    if len(_shared) >= SHARED_CELLS:
-        _shared.clear()
-    _shared[cell] = cell
-    return cell
+    return _shared(cell)
 
 
 @dataclass(frozen=True)

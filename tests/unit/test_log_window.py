@@ -109,5 +109,5 @@ def test_the_shared_ints_stay_bounded_whatever_ports_and_places_a_log_prints() -
     for k in range(2 * types_mod.PACKED_KEPT):  # as many (place, length) pairs
         t = "1" * (k % 255 + 1)
         assert LogLine(raw="x" * (k // 255) + t + " y", text="y", time=t).time == t
-    assert len(types_mod._PACKED) <= types_mod.PACKED_KEPT
+    assert len(types_mod.packed_ints) <= types_mod.PACKED_KEPT
     assert LogLine(raw="ab0.00.001.002 z", text="z", time="0.00.001.002").time == "0.00.001.002"
