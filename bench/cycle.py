@@ -2,7 +2,8 @@
 router restarts, driven through the service layer against a real managed local router.
 
 One step every `period` seconds: load alpha, a completion on it, unload it; every 5th step the corrupt model is
-loaded (and fails), every 10th the preset is reloaded, every 50th the router is stopped and started again.
+loaded (and fails), every 10th the preset is reloaded, every `restart_every`th (50; 0: never) the router is stopped
+and started again.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def managed_config(d: Path | None = None) -> tuple[Config, Path]:
 class Cycle:
     config: Config
     period: float = 3.0
+    restart_every: int = 50  # 0: never (a soak without restarts tells what a restart costs)
     steps: int = 0
     failures: list[str] = field(default_factory=list)
 
@@ -80,7 +82,7 @@ class Cycle:
                 if client is None:
                     client = await self._client()
                 await self._step(client)
-                if self.steps % 50 == 0:
+                if self._restarting(self.steps):
                     client = None  # closed by the restart: the next step asks for the new router's
             except (HerdError, OSError) as e:
                 self.failures.append(f"step {self.steps}: {e}")
@@ -89,9 +91,12 @@ class Cycle:
                 client = None
             await asyncio.sleep(self.period)
 
+    def _restarting(self, n: int) -> bool:
+        return self.restart_every > 0 and n % self.restart_every == 0
+
     async def _step(self, client: RouterClient) -> None:
         n = self.steps
-        if n % 50 == 0:
+        if self._restarting(n):
             await client.aclose()
             await self.stop()
             await self.start()

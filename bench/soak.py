@@ -7,6 +7,8 @@ RSS over the second half (least squares, MB/hour) with the growth over that half
 half of a 20-minute soak <= 2 MB (<= 6 MB/hour); the plain cycle <= 2 % of a core.
 
 Run: python -m bench.soak [plain|demo] [MINUTES] [SAMPLE_SECONDS]   (make soak: both, 20 min each)
+To tell what grows, "plain" takes SOAK_RESTART_EVERY (steps between router restarts, 50; 0: never) and
+SOAK_LOG_LINES (the panel's scrollback, the config's default of 10,000 when unset) from the environment.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -91,6 +94,12 @@ def rss_split(pid: int) -> str:
     return " ".join(f"{k[3:].lower()} {v / 1024:.1f}" for k, v in kb.items())
 
 
+def log_lines(path: Path) -> int:
+    with contextlib.suppress(OSError), path.open("rb") as f:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+    return 0
+
+
 def cpu_seconds(p: psutil.Process) -> float:
     t = p.cpu_times()
     return t.user + t.system
@@ -140,9 +149,11 @@ def plain(minutes: float, every: float) -> None:
     from bench.cycle import Cycle, managed_config
 
     cfg, d = managed_config()
+    if "SOAK_LOG_LINES" in os.environ:
+        cfg = replace(cfg, ui=replace(cfg.ui, log_lines=int(os.environ["SOAK_LOG_LINES"])))
     path = d / "config.toml"
     write_config(cfg, path)
-    cycle = Cycle(cfg)
+    cycle = Cycle(cfg, restart_every=int(os.environ.get("SOAK_RESTART_EVERY", "50")))
     asyncio.run(cycle.start())
     pane = Pane(f"{shlex.quote(sys.executable)} -m app --config {shlex.quote(str(path))}",
                 {"XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]})  # fmt: skip
@@ -157,7 +168,10 @@ def plain(minutes: float, every: float) -> None:
         pane.stop(quit_first=False)
         asyncio.run(cycle.stop())
     report(f"plain dashboard, router cycle every {cycle.period:.0f} s ({cycle.steps} steps, "
-           f"{len(cycle.failures)} failed)", samples)  # fmt: skip
+           f"{len(cycle.failures)} failed; restart every {cycle.restart_every or 'never'}, "
+           f"scrollback {cfg.ui.log_lines:,} lines)", samples)  # fmt: skip
+    # Whether the scrollback filled: until it is full, its growth is bounded growth, not a leak.
+    print(f"  router log lines written: {sum(log_lines(f) for f in (d / 'state').rglob('*.log')):,}")
     for f in cycle.failures[:5]:
         print("   ", f)
 
