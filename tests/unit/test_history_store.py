@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import _sqlite3
 import asyncio
+import ctypes
 import json
 import os
 import sqlite3
@@ -16,7 +18,7 @@ import pytest
 from app.cli.history_main import is_history
 from app.cli.history_main import main as history_main
 from app.services import history_store
-from app.services.history_store import HistoryRow, HistoryStore
+from app.services.history_store import PAGE_CACHE_KIB, HistoryRow, HistoryStore
 
 
 def row(t: float, model: str = "alpha", to: str = "unloaded", key: str = "", detail: str = "") -> HistoryRow:
@@ -205,3 +207,22 @@ def test_the_default_path_is_in_the_state_directory_transport_names(
         monkeypatch.setenv("XDG_STATE_HOME", xdg)
     state = expand_template(STATE_DIR_TEMPLATE, os.path.expanduser("~"), xdg)
     assert history_store.default_path() == os.path.join(state, history_store.DB_NAME)
+
+
+async def test_sqlite_page_cache_holds_its_bound_on_a_database_many_times_bigger(tmp_path: Path) -> None:
+    # sqlite3_memory_used is SQLite's own count of what it holds on the heap (found through _sqlite3's library).
+    lib = ctypes.CDLL(_sqlite3.__file__)
+    lib.sqlite3_memory_used.restype = ctypes.c_int64
+    path = tmp_path / "h.db"
+    store = HistoryStore(str(path), clock=lambda: 1e6)
+    before = lib.sqlite3_memory_used()
+    for b in range(25):
+        t0 = 1e6 - 30_000 + b * 1000
+        await store.add([row(t0 + i, f"model-{i % 50}", key=f"k{b}:{i}", detail="x" * 60) for i in range(1000)])
+    assert len(await store.query()) == 25_000
+    size = path.stat().st_size + Path(f"{path}-wal").stat().st_size
+    held = lib.sqlite3_memory_used() - before
+    store.close()
+    assert size > 8 * PAGE_CACHE_KIB * 1024  # the whole database could not fit in the bound
+    # The cache's bound, and room for the schema and the prepared statements (SQLite's default held ~2.1 MB here).
+    assert held <= (PAGE_CACHE_KIB + 256) * 1024, (held, size)
