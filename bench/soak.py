@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 import psutil
@@ -143,6 +144,10 @@ def report(label: str, samples: list[tuple[float, float, float]]) -> None:
         f"  RSS over the second half: slope {slope_mb_per_hour(half):+.1f} MB/hour, "
         f"growth {growth:+.1f} MB ({half[0][1]:.1f} -> {half[-1][1]:.1f} MB, {len(half)} samples)"
     )
+    # Growth by 5-minute window: bounded stores filling (the scrollback, caches) level off; a leak does not.
+    step = max(1, round(300 / (samples[1][0] - samples[0][0]))) if len(samples) > 1 else 1
+    ends = [r for _, r, _ in samples[::step]] + ([samples[-1][1]] if (len(samples) - 1) % step else [])
+    print("  RSS growth by 5-minute window (MB):", " ".join(f"{b - a:+.1f}" for a, b in pairwise(ends)))
 
 
 def plain(minutes: float, every: float) -> None:
