@@ -46,7 +46,11 @@ LEVELS: tuple[str, ...] = ("", "WE", "E")  # all lines / warnings and errors / e
 LEVEL_NAMES = {"": "all levels", "WE": "warnings+errors", "E": "errors"}
 WHO_WIDTH = 10
 PAINT_EVERY = 0.25  # while lines keep coming, at most 4 paints a second: the eye cannot read faster anyway
-RENDERED_ROWS = 512  # rendered rows kept for reuse: a few screens' worth, whatever the scrollback
+# Rendered rows kept for reuse: about three screens' worth, whatever the scrollback. Each row also keeps the strips
+# Textual derives from it and caches inside it (cropped, styled, filtered, divided by what overlaps: ~5 strips,
+# ~2 KB a row), so 512 rows held ~1,150 strips more than 128 do and took ~8,000 followed lines to fill (a soak's
+# first 15 minutes). A row not kept is rendered again when it comes back into view (~60 µs).
+RENDERED_ROWS = 128
 SKIPPED = "skipped"  # LogLine.source of the follower's "N lines skipped" marker
 
 
