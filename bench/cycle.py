@@ -81,8 +81,7 @@ class Cycle:
             try:
                 if client is None:
                     client = await self._client()
-                await self._step(client)
-                if self._restarting(self.steps):
+                if await self._step(client):
                     client = None  # closed by the restart: the next step asks for the new router's
             except (HerdError, OSError) as e:
                 self.failures.append(f"step {self.steps}: {e}")
@@ -91,22 +90,20 @@ class Cycle:
                 client = None
             await asyncio.sleep(self.period)
 
-    def _restarting(self, n: int) -> bool:
-        return self.restart_every > 0 and n % self.restart_every == 0
-
-    async def _step(self, client: RouterClient) -> None:
+    async def _step(self, client: RouterClient) -> bool:
+        """One step of the cycle; True when it restarted the router (and closed `client`)."""
         n = self.steps
-        if self._restarting(n):
+        if self.restart_every > 0 and n % self.restart_every == 0:
             await client.aclose()
             await self.stop()
             await self.start()
-            return
+            return True
         if n % 10 == 0:
             await client.reload()
-            return
+            return False
         if n % 5 == 0:
             await client.load("broken")
-            return
+            return False
         await client.load("alpha")
         for _ in range(100):  # wait until loaded (a tiny model takes ~50 ms)
             if any(m.id == "alpha" and m.state.running for m in await client.models()):
@@ -117,3 +114,4 @@ class Cycle:
                 "POST", "/completion", json={"model": "alpha", "prompt": "Hello", "n_predict": 16, "seed": 1}
             )
         await client.unload("alpha")
+        return False

@@ -297,7 +297,7 @@ async def test_log_follows_pauses_and_filters() -> None:
         assert not logs.following
         fleet.emit(LogLines("workstation", (log("one"), log("two", "mistral-7b"), log("three", level="E"))))
         await wait_for(pilot, lambda: logs.unseen == 3)
-        # The count is counted at once but said at the next paint (at most PAINT_EVERY later, never sooner).
+        # The count is counted at once but said at the next paint (at most PAINT_EVERY later).
         await wait_for(pilot, lambda: "paused, 3 new lines" in str(logs.border_subtitle))
         await pilot.press("p")
         assert logs.following and logs.unseen == 0
