@@ -4,8 +4,10 @@ behind the delay proxy), and figure printing."""
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import tempfile
 from collections.abc import Iterator
@@ -22,7 +24,10 @@ from tests.sshd import SshdUnavailable, SshServer, start_sshd
 
 
 def workdir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="llamaherd-bench-"))
+    """A temporary directory of this bench run, removed when the run ends (its routers are stopped by then)."""
+    d = Path(tempfile.mkdtemp(prefix="llamaherd-bench-"))
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
+    return d
 
 
 def tiny_models(d: Path) -> dict[str, Path]:

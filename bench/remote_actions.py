@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from app.config import load_config
@@ -44,7 +45,7 @@ async def actions(h: Herd, trace: Path, rtt: float, rounds: int) -> None:
                 raise SystemExit(f"the dashboard's machine never showed the router running: {m.view}")
             await asyncio.sleep(0.1)
         await asyncio.sleep(3)  # the followers' start-up reads are done; the link is idle but for its schedule
-        steps = [
+        steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
             ("load", lambda: fleet.load("far", "alpha")),
             ("unload", lambda: fleet.unload("far", "alpha")),
             ("reload", lambda: fleet.reload("far")),

@@ -101,29 +101,32 @@ def log_lines(path: Path) -> int:
     return 0
 
 
-def cpu_seconds(p: psutil.Process) -> float:
+def cpu_seconds(p: psutil.Process) -> tuple[float, float]:
+    """The app's own CPU seconds, and those of the commands it ran and waited for (a shell pipeline reading the
+    log costs the machine as much as a second of rendering, but is not the app's own time)."""
     t = p.cpu_times()
-    return t.user + t.system
+    return float(t.user + t.system), float(t.children_user + t.children_system)
 
 
-def sample(pane: Pane, minutes: float, every: float, settle: float) -> list[tuple[float, float, float]]:
-    """(seconds since start, RSS MB, CPU seconds) every `every` seconds, after `settle` seconds."""
+def sample(pane: Pane, minutes: float, every: float, settle: float) -> list[tuple[float, float, float, float]]:
+    """(seconds since start, RSS MB, CPU seconds, its commands' CPU seconds) every `every` seconds, after `settle`
+    seconds."""
     p = psutil.Process(pane.app_pid)
     time.sleep(settle)
-    out: list[tuple[float, float, float]] = []
+    out: list[tuple[float, float, float, float]] = []
     t0 = time.monotonic()
     end = t0 + minutes * 60
     while True:
         now = time.monotonic()
-        out.append((now - t0, p.memory_info().rss / 2**20, cpu_seconds(p)))
-        print(f"  t={now - t0:6.0f} s  RSS {out[-1][1]:6.1f} MB ({rss_split(p.pid)})  CPU {out[-1][2]:7.1f} s",
-              flush=True)  # fmt: skip
+        out.append((now - t0, p.memory_info().rss / 2**20, *cpu_seconds(p)))
+        print(f"  t={now - t0:6.0f} s  RSS {out[-1][1]:6.1f} MB ({rss_split(p.pid)})  CPU {out[-1][2]:7.1f} s"
+              f" (its commands {out[-1][3]:.1f} s)", flush=True)  # fmt: skip
         if now >= end:
             return out
         time.sleep(min(every, max(0.0, end - now)))
 
 
-def report(label: str, samples: list[tuple[float, float, float]]) -> None:
+def report(label: str, samples: list[tuple[float, float, float, float]]) -> None:
     print(f"\n{label}: {len(samples)} samples over {samples[-1][0] / 60:.1f} min")
     print("  CPU per minute (% of one core):", end="")
     per_min: list[float] = []
@@ -135,10 +138,11 @@ def report(label: str, samples: list[tuple[float, float, float]]) -> None:
             print(f" {pct:.1f}", end="")
             i = j
     total = (samples[-1][2] - samples[0][2]) / samples[-1][0] * 100
-    print(f"\n  CPU overall: {total:.2f} % of one core")
-    half = [(t, r) for t, r, _ in samples if t >= samples[-1][0] / 2]
+    commands = (samples[-1][3] - samples[0][3]) / samples[-1][0] * 100
+    print(f"\n  CPU overall: {total:.2f} % of one core; the commands it ran: {commands:.2f} % more")
+    half = [(t, r) for t, r, *_ in samples if t >= samples[-1][0] / 2]
     growth = half[-1][1] - half[0][1]
-    peak = max(r for _, r, _ in samples)
+    peak = max(r for _, r, *_ in samples)
     print(f"  RSS: first {samples[0][1]:.1f} MB, last {samples[-1][1]:.1f} MB, peak {peak:.1f} MB")
     print(
         f"  RSS over the second half: slope {slope_mb_per_hour(half):+.1f} MB/hour, "
@@ -146,7 +150,7 @@ def report(label: str, samples: list[tuple[float, float, float]]) -> None:
     )
     # Growth by 5-minute window: bounded stores filling (the scrollback, caches) level off; a leak does not.
     step = max(1, round(300 / (samples[1][0] - samples[0][0]))) if len(samples) > 1 else 1
-    ends = [r for _, r, _ in samples[::step]] + ([samples[-1][1]] if (len(samples) - 1) % step else [])
+    ends = [r for _, r, *_ in samples[::step]] + ([samples[-1][1]] if (len(samples) - 1) % step else [])
     print("  RSS growth by 5-minute window (MB):", " ".join(f"{b - a:+.1f}" for a, b in pairwise(ends)))
 
 

@@ -41,7 +41,7 @@ UPTIME_MINUTE = 62.0
 
 def cpu_seconds(p: psutil.Process) -> float:
     t = p.cpu_times()
-    total = t.user + t.system
+    total = float(t.user + t.system)
     for c in p.children(recursive=True):
         with contextlib.suppress(psutil.NoSuchProcess):
             ct = c.cpu_times()
