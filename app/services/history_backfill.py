@@ -15,6 +15,7 @@ from app.services.bounded import MAX_LOG_LINE
 from app.services.errors import HerdError
 from app.services.history_reasons import LOG_PATTERN, LogReasons, Transition, run_reasons
 from app.services.history_store import HistoryRow, HistoryStore
+from app.services.log_matches import read_matches
 from app.services.machine import Machine
 from app.services.routers import RouterRecord
 
@@ -74,11 +75,10 @@ async def read_transitions(m: Machine) -> tuple[RouterRecord, list[Transition]] 
     if cur is not None and cur.run != run:
         cur = None
     off = cur.offset if cur is not None else -1
-    args = [rec.log, str(off), str(LOG_BYTES), LOG_PATTERN, str(LOG_LINES), str(MAX_LOG_LINE)]
-    r = await m.transport.run(["sh", "-c", _READ, "sh", *args])
-    if not r.ok:
+    read = await _read(m, rec.log, off)
+    if read is None:
         return rec, []
-    head, _, body = r.stdout.decode(errors="replace").partition("\n")
+    head, _, body = read.decode(errors="replace").partition("\n")
     end_s, _, mode = head.partition(" ")
     if not end_s.isdigit():
         return rec, []
@@ -92,6 +92,18 @@ async def read_transitions(m: Machine) -> tuple[RouterRecord, list[Transition]] 
     parser, out = found
     _cursors[m] = _Cursor(run, int(end_s), parser)
     return rec, out
+
+
+async def _read(m: Machine, log: str, off: int) -> bytes | None:
+    """What _READ prints for the log from `off` (None: it could not be read): in this process when the log is on
+    this machine and little is new, else by the shell on the machine that has it."""
+    if m.transport.is_local:
+        here = await asyncio.to_thread(read_matches, log, off, LOG_BYTES, LOG_PATTERN, LOG_LINES, MAX_LOG_LINE)
+        if here is not None:
+            return here
+    args = [log, str(off), str(LOG_BYTES), LOG_PATTERN, str(LOG_LINES), str(MAX_LOG_LINE)]
+    r = await m.transport.run(["sh", "-c", _READ, "sh", *args])
+    return r.stdout if r.ok else None
 
 
 def _parse(cur: _Cursor | None, raws: list[str],

@@ -7,17 +7,19 @@ import asyncio
 import json
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
 from app.config import load_config
 from app.services.fleet import Fleet
+from app.services.history_backfill import _READ
 from app.services.history_recorder import HistoryRecorder
 from app.services.history_store import HistoryRow, HistoryStore
-from app.services.types import ModelState, RouterState
+from app.services.types import ModelState, RouterState, RunResult
 from tests.helpers.herd import Herd
 from tests.helpers.router import preset_text
 from tests.helpers.wait import wait_for
@@ -104,6 +106,27 @@ async def test_models_max_1_records_the_eviction_naming_the_model_it_made_room_f
     assert asked and asked[-1].reason == "requested" and asked[-1].detail == "by the test"
     ready = await live.row("beta", "ready")
     assert ready.to_state == "loaded" and ready.time >= asked[-1].time
+
+
+async def test_a_local_log_is_read_back_in_process_without_a_shell(live: Live, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every model change reads the log again: on this machine that is a file read, not nine processes."""
+    transport = live.fleet.machine("here").transport
+    ran: list[str] = []
+    real_run = transport.run
+
+    async def run(argv: Sequence[str], **kw: Any) -> RunResult:
+        ran.append(" ".join(argv))
+        return await real_run(argv, **kw)
+
+    monkeypatch.setattr(transport, "run", run)
+    await live.fleet.load("here", "alpha")
+    await live.state("alpha", ModelState.LOADED)
+    ready = await live.row("alpha", "ready")
+    assert ready.to_state == "loaded"
+    await live.fleet.unload("here", "alpha")
+    unloaded = await live.row("alpha", "requested")
+    assert unloaded.detail == "by the test"
+    assert not [a for a in ran if _READ in a], ran
 
 
 async def test_a_preset_edit_records_preset_reload(live: Live, herd: Herd, tiny_models: dict[str, Path]) -> None:
