@@ -74,7 +74,10 @@ async def read_transitions(m: Machine) -> tuple[RouterRecord, list[Transition]] 
     cur = _cursors.get(m)
     if cur is not None and cur.run != run:
         cur = None
-    off = cur.offset if cur is not None else -1
+    # A run not read yet is read from where it began in the log (a full read of the log's end parsed every earlier
+    # run's lines only to keep this one's: at each router restart, a burst growing with the log).
+    first = rec.log_offset if rec.log_offset is not None else -1
+    off = cur.offset if cur is not None else first
     read = await _read(m, rec.log, off)
     if read is None:
         return rec, []

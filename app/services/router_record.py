@@ -30,6 +30,9 @@ class RouterRecord:
     # in a record written by an older llamaherd, or on a machine without /proc: start_time alone then decides.
     boot_id: str = ""
     since_boot: float | None = None
+    # Where this run's lines begin in the log (its size when the run started; the log is appended to): the history
+    # reads this run from there, not the last 64 MB of every run before it. None in an older llamaherd's record.
+    log_offset: int | None = None
 
     @property
     def started(self) -> ProcStart:
@@ -57,6 +60,9 @@ class RouterRecord:
             if not isinstance(d.get("boot_id", ""), str) or not isinstance(since, int | float | None):
                 d.pop("boot_id", None)  # not what we wrote: the epoch start alone decides
                 d.pop("since_boot", None)
+            off = d.get("log_offset")
+            if isinstance(off, bool) or not isinstance(off, int | None) or (off is not None and off < 0):
+                d.pop("log_offset", None)  # not what we wrote: the run is found by reading the log's end
             d["state"] = RouterState(d.get("state", RouterState.RUNNING))
             return RouterRecord(**d)
         except (ValueError, TypeError):

@@ -201,7 +201,7 @@ class RouterManager(RouterLooker):
         rec = RouterRecord(
             pid=pid, start_time=started.epoch, port=port, program=program, preset=preset, log=log,
             state=RouterState.STARTING, started_at=time.time(), argv=argv, models_max=self.machine.models_max,
-            requires_key=True, boot_id=started.boot_id, since_boot=started.since_boot,
+            requires_key=True, boot_id=started.boot_id, since_boot=started.since_boot, log_offset=offset,
         )  # fmt: skip
         # The record is written while the process is first looked at (one round trip over ssh, not two), and the
         # first /health is asked meanwhile (its answer is taken only once the process was seen alive). The two

@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from app.config import load_config
+from app.services import history_backfill, log_matches
 from app.services.fleet import Fleet
 from app.services.history_backfill import _READ
 from app.services.history_recorder import HistoryRecorder
@@ -127,6 +128,36 @@ async def test_a_local_log_is_read_back_in_process_without_a_shell(live: Live, m
     unloaded = await live.row("alpha", "requested")
     assert unloaded.detail == "by the test"
     assert not [a for a in ran if _READ in a], ran
+
+
+async def test_a_new_run_is_read_from_where_it_began_in_the_log(herd: Herd, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restarted router's history is read from the log's size at its start, not the last 64 MB of every run."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(herd.state_home))
+    assert herd.run("start", "here").returncode == 0
+    assert herd.run("load", "here", "alpha", "--wait").returncode == 0
+    assert herd.run("stop", "here").returncode == 0
+    log = Path(str((herd.record() or {})["log"]))
+    first_run = log.stat().st_size
+    assert herd.run("start", "here").returncode == 0
+    rec = herd.record() or {}
+    assert rec["log_offset"] == first_run > 0
+    read_from: list[int] = []
+    real = log_matches.read_matches
+
+    def spy(path: str, offset: int, *rest: Any) -> bytes | None:
+        read_from.append(offset)
+        return real(path, offset, *rest)
+
+    monkeypatch.setattr(history_backfill, "read_matches", spy)
+    fleet = Fleet(load_config(herd.config))
+    try:
+        got = await history_backfill.read_transitions(fleet.machine("here"))
+    finally:
+        await fleet.close()
+    assert got is not None
+    assert read_from == [first_run]
+    # alpha was loaded in the first run only: nothing of it is this run's
+    assert not [t for t in got[1] if t.model == "alpha"], got[1]
 
 
 async def test_a_preset_edit_records_preset_reload(live: Live, herd: Herd, tiny_models: dict[str, Path]) -> None:

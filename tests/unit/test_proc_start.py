@@ -48,6 +48,17 @@ def test_records_carry_the_boot_fields_and_still_read_old_and_newer_ones() -> No
     assert RouterRecord.from_json(b"[1, 2]") is None
 
 
+def test_records_carry_where_the_run_began_in_the_log() -> None:
+    rec = RouterRecord(pid=1, start_time=2.0, port=3, program="p", preset="x.ini", log="l", log_offset=4096)
+    assert RouterRecord.from_json(rec.to_json()) == rec
+    d = json.loads(rec.to_json())
+    old = RouterRecord.from_json(json.dumps({k: v for k, v in d.items() if k != "log_offset"}).encode())
+    assert old is not None and old.log_offset is None  # an older llamaherd's record: the log's end is read
+    for bad in (-1, "4096", 1.5, True):
+        odd = RouterRecord.from_json(json.dumps({**d, "log_offset": bad}).encode())
+        assert odd is not None and odd.log_offset is None and odd.pid == 1, bad
+
+
 def test_start_time_answers_from_the_far_side() -> None:
     stat = "12 (x y) %s " + "0 " * 18 + "500 0 0"
     answer = f"100\nbtime 1000\n{BOOT}\n{stat % 'S'}\n".encode()
