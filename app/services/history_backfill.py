@@ -15,7 +15,7 @@ from app.services.bounded import MAX_LOG_LINE
 from app.services.errors import HerdError
 from app.services.history_reasons import LOG_PATTERN, LogReasons, Transition, run_reasons
 from app.services.history_store import HistoryRow, HistoryStore
-from app.services.log_matches import read_matches
+from app.services.log_matches import TAIL_WINDOW, read_matches
 from app.services.machine import Machine
 from app.services.routers import RouterRecord
 
@@ -27,11 +27,11 @@ LOG_LINES = 20_000
 # The first line out is "END MODE": END the offset read up to (the end of the last whole line: a line being written
 # is read next time), MODE "more" when the read began at $2, else "full" (first read, the log was cut, or more
 # than LOG_BYTES were written since: the last LOG_BYTES up to END were read instead).
-_READ = r"""[ -r "$1" ] || exit 1
+_READ = rf"""[ -r "$1" ] || exit 1
 size=$(wc -c < "$1") || exit 1
 end=$size
 if [ "$size" -gt 0 ] && [ "$(tail -c +"$size" -- "$1" | head -c 1 | wc -l)" -eq 0 ]; then
-  s=$((size > 65536 ? size - 65536 : 0))
+  s=$((size > {TAIL_WINDOW} ? size - {TAIL_WINDOW} : 0))
   end=$((size - $(tail -c +$((s + 1)) -- "$1" | head -c $((size - s)) | tail -n 1 | wc -c)))
 fi
 off=$2 mode=more

@@ -13,17 +13,15 @@ from __future__ import annotations
 import os
 import re
 from collections import deque
-from functools import lru_cache
 
 SCAN_HERE_MAX = 256 << 10
-TAIL_WINDOW = 65536  # how far back the pipeline looks for the end of the last whole line
+TAIL_WINDOW = 65536  # how far back both reads look for the end of the last whole line (history_backfill._READ too)
 _CHUNK = 1 << 16
 
 
-@lru_cache(maxsize=4)
 def _compiled(pattern: str) -> re.Pattern[bytes]:
     # The pattern is an ERE of literals, brackets, `*`, `+`, `^` and `\(`: Python's regex reads it the same way.
-    return re.compile(pattern.encode())
+    return re.compile(pattern.encode())  # re keeps what it compiled: no cache of our own
 
 
 def whole_lines_end(fd: int, size: int) -> int:
