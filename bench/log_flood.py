@@ -40,7 +40,7 @@ from textual import events
 from app.config import Config, MachineConfig, write_config
 from app.services.binary import HOW_TO_GET, find_llama_server
 from app.services.fleet import Fleet
-from app.services.types import RouterState
+from app.services.types import LogLine, RouterState
 from app.ui.app import make_app
 from bench.common import figures, tiny_models, workdir
 from tests.helpers.router import preset_text
@@ -336,6 +336,20 @@ async def cli(cfg: Config, name: str, rate: int, seconds: float, d: Path, model:
     )
 
 
+def packed_cost(lines: list[LogLine]) -> int:
+    """What the lines cost once in a Scrollback (the panel's and each machine's): what its packing allocated and
+    kept (the parsed lines were allocated before tracing began, so they are not counted)."""
+    from app.services.log_scrollback import Scrollback
+
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    kept = Scrollback(len(lines))
+    kept.extend(lines)
+    cost = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    return cost if kept else 0
+
+
 async def scrollback(n: int = 100_000) -> str:
     """A paused panel over `n` lines: page-up latency, a search across them, and what the lines cost."""
     from textual.app import App, ComposeResult
@@ -353,6 +367,7 @@ async def scrollback(n: int = 100_000) -> str:
     ]
     cost = sum(st.size_diff for st in tracemalloc.take_snapshot().compare_to(before, "filename"))
     tracemalloc.stop()
+    packed = packed_cost(lines)
 
     class One(App[None]):
         def compose(self) -> ComposeResult:
@@ -390,6 +405,7 @@ async def scrollback(n: int = 100_000) -> str:
     lat = [(done[i] - sent[i]) * 1000 for i in range(min(len(sent), len(done)))]
     return "\n".join([
         f"[scrollback] {n:,} parsed lines cost {cost / 2**20:.1f} MB ({cost / n:.0f} bytes a line, text included)",
+        f"[scrollback] packed in a scrollback, they cost {packed / 2**20:.1f} MB ({packed / n:.0f} bytes a line)",
         figures(f"[scrollback] page up in a paused panel of {n:,} lines -> painted", lat),
         f"[scrollback] search across {n:,} lines -> painted: {search_ms:.0f} ms ({found} line found)",
     ])  # fmt: skip

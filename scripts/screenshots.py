@@ -41,7 +41,7 @@ import shutil
 import socket
 import sys
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -201,7 +201,7 @@ class ShotFleet:
     def models(self, machine: str) -> tuple[ModelInfo, ...]:
         return self.fleet.models(machine)
 
-    def log_lines(self, machine: str) -> tuple[LogLine, ...]:
+    def log_lines(self, machine: str) -> Sequence[LogLine]:
         return self.fleet.log_lines(machine)
 
     async def load(self, machine: str, model: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from app.config import Config
 from app.errors import ConfigError
@@ -136,8 +136,9 @@ class Fleet:
     def models(self, machine: str) -> tuple[ModelInfo, ...]:
         return tuple(self.machine(machine).models.values())
 
-    def log_lines(self, machine: str) -> tuple[LogLine, ...]:
-        return tuple(self.machine(machine).logs)
+    def log_lines(self, machine: str) -> Sequence[LogLine]:
+        """The machine's scrollback itself, not a copy (10,000 lines unpacked): read it, do not keep it."""
+        return self.machine(machine).logs
 
     # ---- commands ----
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -18,6 +17,7 @@ from app.services.backoff import Backoff
 from app.services.errors import HerdError, RouterError, RouterNotRunning, TransportError
 from app.services.liveness import shown_state
 from app.services.local_transport import LocalTransport
+from app.services.log_scrollback import Scrollback
 from app.services.log_window import LogWindow
 from app.services.logs import LogAttributor
 from app.services.model_fold import first_sight, fold_list, fold_router_gone, fold_status
@@ -29,7 +29,6 @@ from app.services.types import (
     Connection,
     FleetEvent,
     HostStatsChanged,
-    LogLine,
     LogLines,
     MachineChanged,
     MachineView,
@@ -94,7 +93,7 @@ class Machine:
         self.client: RouterClient | None = None
         self._client_key: str | None = None
         self.models: dict[str, ModelInfo] = {}
-        self.logs: deque[LogLine] = deque(maxlen=log_capacity)
+        self.logs = Scrollback(log_capacity)
         self.attributor = LogAttributor()
         self.view = MachineView(
             name=cfg.name,

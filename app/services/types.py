@@ -217,6 +217,10 @@ PACKED_KEPT = 4096
 packed_ints: SharedValues[int] = SharedValues(PACKED_KEPT)
 
 
+# What LogLine.parts() returns: _text, _time, level, source, port, model, skipped.
+LogLineParts = tuple[int | str, int | str, str, str, int | None, str | None, int]
+
+
 class LogLine:
     """One parsed router log line. `model` is set for a child line whose port is known.
 
@@ -261,6 +265,26 @@ class LogLine:
     def _key(self) -> tuple[object, ...]:
         return (self.raw, self.text, self.level, self.time, self.source, self.port, self.model, self.skipped)
 
+    def parts(self) -> LogLineParts:
+        """Everything but `raw`, as stored: a packed scrollback keeps one of these per kind of line, not per line."""
+        return (self._text, self._time, self.level, self.source, self.port, self.model, self.skipped)
+
+    @classmethod
+    def from_parts(cls, raw: str, parts: LogLineParts) -> LogLine:
+        """The line `parts()` was taken from, given its raw text again (no parsing, no offsets computed). Slot by
+        slot through the slots' own setters: a loop over object.__setattr__ took ~3.4 us a line, a scan of a
+        100,000-line scrollback 0.35 s."""
+        ln = _new_line(cls)
+        _put_raw(ln, raw)
+        _put_text(ln, parts[0])
+        _put_time(ln, parts[1])
+        _put_level(ln, parts[2])
+        _put_source(ln, parts[3])
+        _put_port(ln, parts[4])
+        _put_model(ln, parts[5])
+        _put_skipped(ln, parts[6])
+        return ln
+
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"LogLine is immutable: cannot set {name}")
 
@@ -273,6 +297,17 @@ class LogLine:
     def __repr__(self) -> str:
         names = ("raw", "text", "level", "time", "source", "port", "model", "skipped")
         return "LogLine(" + ", ".join(f"{n}={v!r}" for n, v in zip(names, self._key(), strict=True)) + ")"
+
+
+_new_line = object.__new__
+_put_raw = LogLine.__dict__["raw"].__set__
+_put_text = LogLine.__dict__["_text"].__set__
+_put_time = LogLine.__dict__["_time"].__set__
+_put_level = LogLine.__dict__["level"].__set__
+_put_source = LogLine.__dict__["source"].__set__
+_put_port = LogLine.__dict__["port"].__set__
+_put_model = LogLine.__dict__["model"].__set__
+_put_skipped = LogLine.__dict__["skipped"].__set__
 
 
 # ---- what the fleet tells its users (UI, CLI) ----

@@ -9,7 +9,7 @@ for, raise NotOffered, which the UI treats like any other refusal of the fleet.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Protocol
 
 from app.config import Config
@@ -43,7 +43,7 @@ class FleetApi(Protocol):
 
     def models(self, machine: str) -> tuple[ModelInfo, ...]: ...
 
-    def log_lines(self, machine: str) -> tuple[LogLine, ...]: ...
+    def log_lines(self, machine: str) -> Sequence[LogLine]: ...
 
     def watch_activity(self, machines: Collection[str] | None) -> None:
         """Poll the live activity of these machines only (None: every machine)."""

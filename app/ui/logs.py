@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
-from typing import ClassVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import ClassVar, overload
 
 from rich.cells import cell_len
 from rich.style import Style
@@ -30,6 +30,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from app.services.log_scrollback import Scrollback
 from app.services.textsafe import visible
 from app.services.types import LogLine
 from app.ui.border_text import set_border_text
@@ -83,6 +84,27 @@ def line_text(ln: LogLine, search: str, g: Glyphs) -> Text:
     return t
 
 
+class FilteredLines(Sequence[LogLine]):
+    """The lines of a scrollback whose sequence numbers are picked, as a sequence of its own (nothing copied)."""
+
+    def __init__(self, lines: Scrollback, picked: deque[int], first: int) -> None:
+        self._lines, self._picked, self._first = lines, picked, first
+
+    def __len__(self) -> int:
+        return len(self._picked)
+
+    @overload
+    def __getitem__(self, i: int) -> LogLine: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[LogLine]: ...
+
+    def __getitem__(self, i: int | slice) -> LogLine | list[LogLine]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return self._lines[self._picked[i] - self._first]
+
+
 class LogPanel(ScrollView, can_focus=True):
     DEFAULT_CSS = """
     LogPanel {
@@ -111,10 +133,9 @@ class LogPanel(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.glyphs = glyphs
         self.max_lines = max_lines
-        # Bound: the scrollback. `filtered` holds the lines of `buffer` that pass the filters (references, 8 bytes
-        # each) and `_filtered_seq` their sequence numbers, so they leave together with the buffer's oldest.
-        self.buffer: deque[LogLine] = deque(maxlen=max_lines)
-        self.filtered: deque[LogLine] = deque(maxlen=max_lines)
+        # Bound: the scrollback, packed (log_scrollback.py). `_filtered_seq` holds the sequence numbers of the lines
+        # that pass the filters, so they leave together with the buffer's oldest.
+        self.buffer = Scrollback(max_lines)
         self._filtered_seq: deque[int] = deque(maxlen=max_lines)
         self._seq = 0  # lines ever added; buffer[0] is line number _seq - len(buffer)
         self.machine = ""
@@ -143,7 +164,12 @@ class LogPanel(ScrollView, can_focus=True):
         return bool(self.model is not None or self.level or self.search)
 
     @property
-    def view(self) -> deque[LogLine]:
+    def filtered(self) -> FilteredLines:
+        """The lines of the scrollback that pass the filters, oldest first."""
+        return FilteredLines(self.buffer, self._filtered_seq, self._seq - len(self.buffer))
+
+    @property
+    def view(self) -> Sequence[LogLine]:
         """The lines on the panel's rows, oldest first."""
         return self.filtered if self.filtering else self.buffer
 
@@ -188,7 +214,10 @@ class LogPanel(ScrollView, can_focus=True):
         self.search = ""  # a search of another machine's log: it made this one look empty
         self.unseen = 0
         self.skipped = 0
-        self._add(lines)
+        self.buffer.extend(lines)  # a machine's own scrollback: its packed chunks are shared, not packed again
+        self._seq += len(self.buffer)
+        for ln in self.buffer:
+            self._counted(ln)
         self.following = True
         self.rewrite()
 
@@ -219,31 +248,32 @@ class LogPanel(ScrollView, can_focus=True):
         if filtering:
             for k, ln in enumerate(new):
                 if self.wanted(ln):
-                    self.filtered.append(ln)
                     self._filtered_seq.append(first_new + k)
             oldest = self._seq - len(self.buffer)
             while self._filtered_seq and self._filtered_seq[0] < oldest:
                 self._filtered_seq.popleft()
-                self.filtered.popleft()
         for ln in new:
-            if ln.source == SKIPPED:
-                self.skipped += ln.skipped
-        if new:
-            self._width = max(self._width, WHO_WIDTH + 3 + max(len(ln.text) for ln in new))
+            self._counted(ln)
         if dropped and not self.following and not filtering:
             # The oldest lines left the scrollback: keep the rows under the operator's eyes where they are.
             self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False, immediate=True)
         return new
 
+    def _counted(self, ln: LogLine) -> None:
+        """A line joined the scrollback: its width and what it says was skipped."""
+        if ln.source == SKIPPED:
+            self.skipped += ln.skipped
+        width = WHO_WIDTH + 3 + len(ln.text)
+        if width > self._width:
+            self._width = width
+
     def rewrite(self) -> None:
         """Filters changed: recompute which lines are shown (a scan of the scrollback) and paint now."""
-        self.filtered.clear()
         self._filtered_seq.clear()
         if self.filtering:
             first = self._seq - len(self.buffer)
-            for k, ln in enumerate(self.buffer):
+            for k, ln in self.buffer.candidates(self.search.lower(), self.model):
                 if self.wanted(ln):
-                    self.filtered.append(ln)
                     self._filtered_seq.append(first + k)
         self._rows.clear()
         self._paint()
