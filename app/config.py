@@ -98,8 +98,9 @@ class UiConfig:
     ascii: bool = False
     """Draw bars, sparklines and badges with ASCII only (also: LLAMAHERD_ASCII=1, or a non-UTF-8 locale)."""
     log_lines: int = 10_000
-    """Scrollback of the log panel, in lines (~350 bytes each; fast with 100,000 and more). Memory grows until the
-    scrollback is full, so a larger one takes longer to level off. Each router's follower keeps up to 10,000."""
+    """Scrollback of the log panel, in lines (kept compressed, ~130 bytes each; fast with 100,000 and more). Memory
+    grows until the scrollback is full, so a larger one takes longer to level off. Each router's follower keeps up
+    to 10,000."""
     activity_every: float = 2.0
     """Seconds between polls of each loaded model's activity (GET /metrics; the dashboard and `llamaherd top`).
     Never asked of a model that is not loaded, and never loads one."""

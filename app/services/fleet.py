@@ -34,8 +34,8 @@ from app.services.types import (
     Problem,
 )
 
-# Bound: parsed log lines kept per machine, replayed into the panel when it is selected again (the panel's own
-# scrollback, ui.log_lines, may be longer: it holds the selected machine's lines only).
+# Bound: log lines kept per machine (packed, log_scrollback.py), replayed into the panel when it is selected again
+# (the panel's own scrollback, ui.log_lines, may be longer: it holds the selected machine's lines only).
 MACHINE_LOG_LINES = 10_000
 # Bound: LogLines events waiting in one subscriber's queue (each at most ~500 lines, one per machine per 0.1 s);
 # a subscriber that falls further behind loses log lines, never state.

@@ -1,13 +1,15 @@
 """The log-tail panel: the selected router's log, following or paused, filterable by model and level, searchable.
 
-Built on Textual's Line API: the panel keeps parsed lines (the LogLine objects the fleet already holds, no copies)
-and renders only the rows on screen, each once (an LRU of rendered rows). A RichLog rendered every line it was
-given into segments: ~3.6 KB a line, and a 20,000 lines/s flood spent the UI loop rendering rows nobody saw.
+Built on Textual's Line API: the panel keeps its lines packed (log_scrollback.py: the machine's own packed chunks
+when a source is shown, then the LogLines the fleet sends, packed every 256) and renders only the rows on screen,
+each once (an LRU of rendered rows). A RichLog rendered every line it was given into segments: ~3.6 KB a line, and
+a 20,000 lines/s flood spent the UI loop rendering rows nobody saw.
 
-What is kept: the last `max_lines` lines (the scrollback, `ui.log_lines`), and beside them the ones that pass the
-filters, so a filtered view is as cheap to scroll as the full one. What is skipped: nothing here; under a flood the
-fleet's follower hands over only what can be shown, with a marker line saying how many it skipped (the log file
-on the serving machine is the record). Painting happens at most every PAINT_EVERY while lines keep coming.
+What is kept: the last `max_lines` lines (the scrollback, `ui.log_lines`), and beside them the sequence numbers of
+the ones that pass the filters, so a filtered view is as cheap to scroll as the full one. What is skipped: nothing
+here; under a flood the fleet's follower hands over only what can be shown, with a marker line saying how many it
+skipped (the log file on the serving machine is the record). Painting happens at most every PAINT_EVERY while
+lines keep coming.
 """
 
 from __future__ import annotations
