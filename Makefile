@@ -30,6 +30,7 @@ install-test: $(ENV_READY)
 # lint-imports through $(PYTHON): its console script is on PATH only in an activated .venv (or after a pyenv rehash)
 lint:
 	$(PYTHON) -m ruff check app tests bench scripts
+	$(PYTHON) -m ruff format --check app tests bench scripts
 	$(PYTHON) -m mypy app scripts tests bench
 	$(PYTHON) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()'
 

@@ -459,8 +459,7 @@ def _decoded(resp: httpx.Response, body: bytes, name: str, method: str, path: st
     except (json.JSONDecodeError, UnicodeDecodeError):
         text = body[:120].decode("utf-8", errors="replace")
         raise BadAnswer(
-            f"{name}: {method} {path}: the router answered {resp.status_code} with something that is not JSON: "
-            f"{text!r}"
+            f"{name}: {method} {path}: the router answered {resp.status_code} with something that is not JSON: {text!r}"
         ) from None
 
 

@@ -198,7 +198,6 @@ class Transport(ABC):
             return None
         return await self.process_start(pid)
 
-
     @abstractmethod
     async def process_argv(self, pid: int) -> tuple[str, ...] | None:
         """The command line of a live process (bounded), or None when it is gone or cannot be read."""
