@@ -39,8 +39,12 @@ if [ "$off" -lt 0 ] || [ "$off" -gt "$end" ] || [ $((end - off)) -gt "$3" ]; the
   off=$((end > $3 ? end - $3 : 0)) mode=full
 fi
 echo "$end $mode"
-tail -c +$((off + 1)) -- "$1" | head -c $((end - off)) | grep -E -e "$4" | tail -n "$5" | cut -b "1-$6"
+tail -c +$((off + 1)) -- "$1" | head -c $((end - off)) | tr -d '\000' | LC_ALL=C grep -E -e "$4" | tail -n "$5" |
+  cut -b "1-$6"
 """
+# `tr -d '\000'` and LC_ALL=C: GNU grep takes input holding a NUL (a log's tail after a crash can be zeros), or
+# bytes that are not text in the user's locale, for a binary file and prints "Binary file (standard input)
+# matches" instead of the lines. busybox's grep has no -a; tr -d is POSIX. log_matches.py drops NULs the same way.
 # A transition this llamaherd asked for is matched to its request within this window (the router acts at once).
 ASKED_BEFORE = 15.0
 ASKED_AFTER = 2.0

@@ -131,6 +131,24 @@ def test_a_long_unended_line_and_an_empty_log(tmp_path: Path) -> None:
         assert here(log, off, 1 << 20, "name=", 10, 200) == by_shell(log, off, 1 << 20, "name=", 10, 200)
 
 
+def test_a_log_holding_zeros_or_bytes_that_are_not_text_is_read_as_text(tmp_path: Path) -> None:
+    """A log's tail can be zeros after a crash, and a child can print anything: GNU grep then said "Binary file
+    (standard input) matches" instead of the lines, and the history lost them. Both reads give the lines."""
+    log = tmp_path / "router.log"
+    zeros = b"\0" * 4096
+    spawn = b"0.00.001.000 I srv load: spawning server instance with name=a on port 1\n"
+    exited = b"0.\x0000.003.000 I srv run: name=a exited with status 1\n"  # a NUL inside a line, too
+    log.write_bytes(spawn + zeros + b"\n[1] 0.00.002.000 E bad \xff\xfe bytes\n" + exited)
+    want = by_shell(log, -1, 1 << 20, LOG_PATTERN, 100, MAX_LOG_LINE)
+    assert b"Binary" not in want
+    assert want.splitlines()[1:] == [
+        b"0.00.001.000 I srv load: spawning server instance with name=a on port 1",
+        b"[1] 0.00.002.000 E bad \xff\xfe bytes",
+        b"0.00.003.000 I srv run: name=a exited with status 1",
+    ]
+    assert here(log, -1, 1 << 20, LOG_PATTERN, 100, MAX_LOG_LINE) == want
+
+
 def test_a_big_read_or_an_unreadable_log_is_left_to_the_shell(tmp_path: Path) -> None:
     log = tmp_path / "router.log"
     log.write_bytes(b"a name=1\n" * 1000)
