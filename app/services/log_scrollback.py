@@ -56,8 +56,8 @@ class _Packed:
     def text(self) -> str:
         return zlib.decompress(self.blob).decode("utf-8", "surrogatepass")
 
-    def unpack(self, text: str | None = None) -> list[LogLine]:
-        text = self.text() if text is None else text
+    def unpack(self) -> list[LogLine]:
+        text = self.text()
         kinds, make = self.kinds, LogLine.from_parts
         out: list[LogLine] = []
         start = 0

@@ -13,6 +13,17 @@ from app.services.log_scrollback import CHUNK, DECODED_CHUNKS, Scrollback
 from app.services.logs import LogAttributor, skipped_marker
 from app.services.types import LogLine
 
+SHAPES = (
+    "{t} I srv          load: spawning server instance with name=model-{m} on port {port}",
+    "[{port}] {t} I slot launch_slot_: id  0 | task {i} | processing task",
+    "[{port}] {t} I slot print_timing: id  0 | task {i} | prompt eval time = {ms} ms / {n} tokens ({tps} t/s)",
+    "{t} I srv  log_server_r: request: POST /completion 127.0.0.1 200",
+    "[{port}] {t} I srv  update_slots: all slots are idle",
+    "{t} I srv           run: instance name=model-{m} exited with status 0",
+    "[{port}] {t} W llama_context: n_ctx_per_seq ({n}) < n_ctx_train (32768)",
+    "plain line from a child without a level, number {i}",
+)
+
 
 def router_lines(n: int, start: int = 0) -> list[LogLine]:
     """Lines shaped like a router's log under a completion cycle: spawns, child lines, requests, timings."""
@@ -21,25 +32,8 @@ def router_lines(n: int, start: int = 0) -> list[LogLine]:
     for i in range(start, start + n):
         port = 39000 + i // 40 % 7
         t = f"{i // 60000 % 10}.{i // 1000 % 60:02d}.{i % 1000:03d}.{i * 7 % 1000:03d}"
-        kind = i % 8
-        if kind == 0:
-            raw = f"{t} I srv          load: spawning server instance with name=model-{port % 7} on port {port}"
-        elif kind == 1:
-            raw = f"[{port}] {t} I slot launch_slot_: id  0 | task {i} | processing task"
-        elif kind == 2:
-            took = f"{i % 97}.{i % 89:02d} ms / {i % 13 + 1} tokens ({i % 7}.{i % 100:02d} ms per token"
-            raw = f"[{port}] {t} I slot print_timing: id  0 | task {i} | prompt eval time = {took}, {i % 5000}.00 t/s)"
-        elif kind == 3:
-            raw = f"{t} I srv  log_server_r: request: POST /completion 127.0.0.1 200"
-        elif kind == 4:
-            raw = f"[{port}] {t} I srv  update_slots: all slots are idle"
-        elif kind == 5:
-            raw = f"{t} I srv           run: instance name=model-{port % 7} exited with status 0"
-        elif kind == 6:
-            raw = f"[{port}] {t} W llama_context: n_ctx_per_seq ({i % 4096}) < n_ctx_train (32768)"
-        else:
-            raw = f"plain line from a child without a level, number {i}"
-        out.append(att.parse(raw))
+        shape = SHAPES[i % len(SHAPES)]
+        out.append(att.parse(shape.format(t=t, port=port, m=port % 7, i=i, ms=i % 97, n=i % 4096, tps=i % 5000)))
     return out
 
 
