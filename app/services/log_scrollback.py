@@ -56,8 +56,8 @@ class _Packed:
     def text(self) -> str:
         return zlib.decompress(self.blob).decode("utf-8", "surrogatepass")
 
-    def unpack(self) -> list[LogLine]:
-        text = self.text()
+    def unpack(self, text: str | None = None) -> list[LogLine]:
+        text = self.text() if text is None else text  # the text, when the caller has decompressed it already
         kinds, make = self.kinds, LogLine.from_parts
         out: list[LogLine] = []
         start = 0
@@ -66,13 +66,15 @@ class _Packed:
             start = end + 1
         return out
 
-    def may_hold(self, needle: str, model: str | None) -> bool:
-        """False when no line here can be one with `needle` in its lowered raw text and of `model` (None: any)."""
+    def unpack_if_held(self, needle: str, model: str | None) -> list[LogLine] | None:
+        """The lines, unless none here can be one with `needle` in its lowered raw text and of `model` (None: any):
+        then None, and the chunk is not unpacked (its text is decompressed once either way)."""
         if self.has_marker:
-            return True
+            return self.unpack()
         if model is not None and all(k[_MODEL] != model for k in self.kinds):
-            return False
-        return not needle or needle in self.text().lower()
+            return None
+        text = self.text()
+        return self.unpack(text) if not needle or needle in text.lower() else None
 
 
 class Scrollback(Sequence[LogLine]):
@@ -90,10 +92,7 @@ class Scrollback(Sequence[LogLine]):
     # ---- filling ----
 
     def append(self, line: LogLine) -> None:
-        self._open.append(line)
-        if len(self._open) >= CHUNK:
-            self._seal()
-        self._trim()
+        self.extend((line,))
 
     def extend(self, lines: Iterable[LogLine]) -> None:
         """Add lines at the end. Another Scrollback's sealed chunks are taken as they are (they never change)."""
@@ -175,8 +174,8 @@ class Scrollback(Sequence[LogLine]):
         100,000 lines unpacked them all, ~1.5 us a line."""
         head, at = self._head, 0
         for chunk in list(self._sealed):
-            if chunk.may_hold(needle, model):
-                lines = chunk.unpack()
+            lines = chunk.unpack_if_held(needle, model)
+            if lines is not None:
                 for k in range(head, CHUNK):
                     yield at + k - head, lines[k]
             at += CHUNK - head
