@@ -19,7 +19,7 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
 
-from app.services.types import LogLine, LogLineParts
+from app.services.types import SKIPPED_SOURCE, LogLine, LogLineParts
 
 CHUNK = 256  # lines a chunk holds: ≤ 256, so a line's kind fits in a byte
 # Bound: the chunks kept unpacked for reading, 4 × 256 LogLines (~240 KB): a screen of rows and a page each side.
@@ -31,7 +31,7 @@ _ZLIB_LEVEL = 6  # 256 router lines: ~0.3 ms to pack at 6 against ~0.15 ms at 1,
 class _Packed:
     """CHUNK sealed lines: their joined raw texts compressed, where each ends, and each one's kind."""
 
-    __slots__ = ("blob", "ends", "has_marker", "kinds", "which")
+    __slots__ = ("blob", "ends", "has_marker", "kinds", "skipped", "which", "widest")
 
     def __init__(self, lines: Sequence[LogLine]) -> None:
         kinds: dict[LogLineParts, int] = {}
@@ -51,7 +51,9 @@ class _Packed:
         self.kinds = tuple(kinds)
         self.which = bytes(which)
         # A marker (no raw text, or the follower's "skipped" line) is shown whatever the filter: never passed over.
-        self.has_marker = any(not ln.raw or ln.source == "skipped" for ln in lines)
+        self.has_marker = any(not ln.raw or ln.source == SKIPPED_SOURCE for ln in lines)
+        # What a reader of the whole scrollback asks of every line, kept so a new reader need not unpack it all.
+        self.widest, self.skipped = summary(lines)
 
     def text(self) -> str:
         return zlib.decompress(self.blob).decode("utf-8", "surrogatepass")
@@ -75,6 +77,16 @@ class _Packed:
             return None
         text = self.text()
         return self.unpack(text) if not needle or needle in text.lower() else None
+
+
+def summary(lines: Iterable[LogLine]) -> tuple[int, int]:
+    """(the longest text, how many lines the "skipped" markers among them stand for)."""
+    widest = skipped = 0
+    for ln in lines:
+        widest = max(widest, len(ln.text))
+        if ln.source == SKIPPED_SOURCE:
+            skipped += ln.skipped
+    return widest, skipped
 
 
 class Scrollback(Sequence[LogLine]):
@@ -182,6 +194,16 @@ class Scrollback(Sequence[LogLine]):
             head = 0
         for k, ln in enumerate(list(self._open)):
             yield at + k, ln
+
+    def summary(self) -> tuple[int, int]:
+        """summary() of the lines held, with no chunk unpacked but the oldest when some of it was dropped: a machine
+        switch read ~10,000 lines back out of their chunks to learn this, ~15 ms."""
+        parts = [summary(self._open)]
+        for k, chunk in enumerate(self._sealed):
+            parts.append(
+                summary(chunk.unpack()[self._head :]) if k == 0 and self._head else (chunk.widest, chunk.skipped)
+            )
+        return max(w for w, _ in parts), sum(n for _, n in parts)
 
     def __reversed__(self) -> Iterator[LogLine]:
         yield from reversed(list(self._open))

@@ -9,12 +9,12 @@ model attribution of later lines stays right. The log file on the serving machin
 from __future__ import annotations
 
 from app.services.logs import LogAttributor, skipped_marker
-from app.services.types import LogLine
+from app.services.types import SKIPPED_SOURCE, LogLine
 
 
 def merge_into(out: list[LogLine], more: list[LogLine]) -> None:
     """`out += more`, with a marker at the seam folded into the one before it."""
-    if out and more and out[-1].source == "skipped" and more[0].source == "skipped":
+    if out and more and out[-1].source == SKIPPED_SOURCE and more[0].source == SKIPPED_SOURCE:
         out[-1] = skipped_marker(out[-1].skipped + more[0].skipped)
         more = more[1:]
     out.extend(more)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from app.services.types import LogLine, ModelInfo
+from app.services.types import SKIPPED_SOURCE, LogLine, ModelInfo
 
 # One pass for the prefix: `[port] ` (a child's line), the time stamp, the level. Three separate matches plus two
 # searches cost ~35 us a line; at 20,000 lines/s that alone was most of a core.
@@ -94,7 +94,7 @@ class LogAttributor:
 
 def skipped_marker(n: int) -> LogLine:
     text = f"{n:,} lines skipped (arriving faster than they can be shown; the log file has them)"
-    return LogLine(raw="", text=text, source="skipped", skipped=n)
+    return LogLine(raw="", text=text, source=SKIPPED_SOURCE, skipped=n)
 
 
 def parse_lines(raws: Iterable[str], attributor: LogAttributor | None = None) -> list[LogLine]:

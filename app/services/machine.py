@@ -26,6 +26,7 @@ from app.services.routers import RouterManager, RouterRecord, RouterStatus
 from app.services.stats_rounds import next_round
 from app.services.transport import Transport
 from app.services.types import (
+    SKIPPED_SOURCE,
     Connection,
     FleetEvent,
     HostStatsChanged,
@@ -409,7 +410,7 @@ class Machine:
         again with the usual 200 lines showed up to 200 lines twice, so it resumes after the last line we have."""
         if not self.logs or self.manager is None:
             return LOG_FIRST_LINES
-        last = next((ln.raw for ln in reversed(self.logs) if ln.source != "skipped"), "")
+        last = next((ln.raw for ln in reversed(self.logs) if ln.source != SKIPPED_SOURCE), "")
         recent = await self.manager.log_tail(LOG_FIRST_LINES, path)
         for i in range(len(recent) - 1, -1, -1):
             if recent[i].rstrip("\r") == last:

@@ -221,6 +221,9 @@ packed_ints: SharedValues[int] = SharedValues(PACKED_KEPT)
 LogLineParts = tuple[int | str, int | str, str, str, int | None, str | None, int]
 
 
+SKIPPED_SOURCE = "skipped"  # LogLine.source of the follower's "N lines skipped" marker
+
+
 class LogLine:
     """One parsed router log line. `model` is set for a child line whose port is known.
 

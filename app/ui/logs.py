@@ -34,7 +34,7 @@ from textual.strip import Strip
 
 from app.services.log_scrollback import Scrollback
 from app.services.textsafe import visible
-from app.services.types import LogLine
+from app.services.types import SKIPPED_SOURCE, LogLine
 from app.ui.border_text import set_border_text
 from app.ui.format import DIM
 from app.ui.glyphs import Glyphs
@@ -54,7 +54,6 @@ PAINT_EVERY = 0.25  # while lines keep coming, at most 4 paints a second: the ey
 # ~2 KB a row), so 512 rows held ~1,150 strips more than 128 do and took ~8,000 followed lines to fill (a soak's
 # first 15 minutes). A row not kept is rendered again when it comes back into view (~60 µs).
 RENDERED_ROWS = 128
-SKIPPED = "skipped"  # LogLine.source of the follower's "N lines skipped" marker
 
 
 def effective_level(ln: LogLine) -> str:
@@ -69,7 +68,7 @@ def effective_level(ln: LogLine) -> str:
 
 def line_text(ln: LogLine, search: str, g: Glyphs) -> Text:
     """The one place a log line becomes styled text (outside text: plain Text, never markup)."""
-    if ln.source == SKIPPED:
+    if ln.source == SKIPPED_SOURCE:
         return Text(f"{g.ellipsis} {ln.text}", style=f"italic {DIM}")
     level = effective_level(ln)
     style = {"E": "red", "W": "yellow", "D": DIM, "T": DIM}.get(level, "")
@@ -193,7 +192,7 @@ class LogPanel(ScrollView, can_focus=True):
         return self.note
 
     def wanted(self, ln: LogLine) -> bool:
-        if ln.source == SKIPPED:
+        if ln.source == SKIPPED_SOURCE:
             return True  # whatever the filter, the operator must know lines went by unseen
         if self.model is not None and ln.model != self.model:
             return False
@@ -218,8 +217,8 @@ class LogPanel(ScrollView, can_focus=True):
         self.skipped = 0
         self.buffer.extend(lines)  # a machine's own scrollback: its packed chunks are shared, not packed again
         self._seq += len(self.buffer)
-        for ln in self.buffer:
-            self._counted(ln)
+        widest, self.skipped = self.buffer.summary()
+        self._width = WHO_WIDTH + 3 + widest if self.buffer else 0  # as _counted() would make it, line by line
         self.following = True
         self.rewrite()
 
@@ -263,7 +262,7 @@ class LogPanel(ScrollView, can_focus=True):
 
     def _counted(self, ln: LogLine) -> None:
         """A line joined the scrollback: its width and what it says was skipped."""
-        if ln.source == SKIPPED:
+        if ln.source == SKIPPED_SOURCE:
             self.skipped += ln.skipped
         width = WHO_WIDTH + 3 + len(ln.text)
         if width > self._width:

@@ -9,7 +9,7 @@ from collections import deque
 
 import pytest
 
-from app.services.log_scrollback import CHUNK, DECODED_CHUNKS, Scrollback
+from app.services.log_scrollback import CHUNK, DECODED_CHUNKS, Scrollback, summary
 from app.services.logs import LogAttributor, skipped_marker
 from app.services.types import LogLine
 
@@ -70,6 +70,9 @@ def test_holds_what_a_deque_holds_read_every_way(maxlen: int) -> None:
             assert list(sb) == list(ref)
             assert list(reversed(sb)) == list(reversed(ref))
             assert sb[3:40:5] == list(ref)[3:40:5]
+        # Kept per chunk, so a new reader need not unpack them all: the widest text and the lines the markers skipped
+        # of what is held now, the dropped head of the oldest chunk not counted.
+        assert sb.summary() == summary(ref)
     assert list(sb) == list(ref) and list(reversed(sb)) == list(reversed(ref))
     with pytest.raises(IndexError):
         sb[len(ref)]
