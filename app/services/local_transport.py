@@ -24,6 +24,7 @@ from app.services import probes
 from app.services.backoff import Backoff
 from app.services.bounded import MAX_LOG_LINE, LineSplitter, log_text
 from app.services.errors import TransportError, WriteFailed
+from app.services.last_lines import read_last_lines
 from app.services.proc_start import BOOT_ID_PATH, ProcStart, parse_boot_id
 from app.services.proc_tree import tree_rss
 from app.services.transport import Transport, expand_template, parse_spawn_output, pick_free_port, spawn_args
@@ -223,6 +224,13 @@ class LocalTransport(Transport):
                 return f.read()
 
         return await asyncio.to_thread(read)
+
+    async def last_lines(self, path: str, n: int, width: int) -> list[bytes] | None:
+        try:
+            lines = await asyncio.to_thread(read_last_lines, path, n, width)
+        except OSError:
+            return None
+        return await super().last_lines(path, n, width) if lines is None else lines
 
     async def read_head(self, path: str, n: int) -> bytes:
         def read() -> bytes:

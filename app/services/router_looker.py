@@ -19,8 +19,6 @@ from app.services.router_record import RouterRecord, RouterStatus
 from app.services.transport import Transport
 from app.services.types import RouterState
 
-_TAIL_SCRIPT = '[ -r "$2" ] || exit 1; tail -n "$1" -- "$2" | cut -b "1-$3"'
-
 
 class RouterLooker:
     def __init__(self, machine: MachineConfig, transport: Transport) -> None:
@@ -177,10 +175,8 @@ class RouterLooker:
     async def log_tail(self, n: int = 20, path: str | None = None) -> list[str]:
         log = path or await self.log_path()
         # cut keeps the answer bounded whatever the log holds (one line of gigabytes once came back whole).
-        r = await self.transport.run(["sh", "-c", _TAIL_SCRIPT, "sh", str(int(n)), log, str(MAX_LOG_LINE + 1)])
-        if not r.ok:
-            return []
-        raw = [ln.removesuffix(b"\r") for ln in r.stdout.removesuffix(b"\n").split(b"\n")] if r.stdout else []
+        lines = await self.transport.last_lines(log, n, MAX_LOG_LINE + 1)
+        raw = [ln.removesuffix(b"\r") for ln in lines or ()]
         return [log_text(ln[:MAX_LOG_LINE], len(ln) > MAX_LOG_LINE) for ln in raw]
 
     async def _new_log(self, log: str, offset: int, n: int = 15) -> list[str]:

@@ -15,6 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
 from app.services.errors import TransportError
+from app.services.last_lines import LAST_LINES_SCRIPT, split_output
 from app.services.proc_start import ProcStart
 from app.services.types import Connection, FileInfo, HostStats, RunResult
 
@@ -209,6 +210,11 @@ class Transport(ABC):
     async def process_tree_rss(self, pid: int) -> int | None: ...
 
     # ---- files ----
+
+    async def last_lines(self, path: str, n: int, width: int) -> list[bytes] | None:
+        """`tail -n n | cut -b 1-width` of a file, as lines; None when it cannot be read."""
+        r = await self.run(["sh", "-c", LAST_LINES_SCRIPT, "sh", str(int(n)), path, str(int(width))])
+        return split_output(r.stdout) if r.ok else None
 
     @abstractmethod
     async def read_file(self, path: str) -> bytes: ...
