@@ -11,6 +11,7 @@ Run: python -m bench.mem_growth [plain|demo] [MINUTES] [WARMUP_SECONDS]
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import os
 import sys
@@ -35,6 +36,16 @@ def type_counts() -> Counter[str]:
     return Counter(type(o).__qualname__ for o in gc.get_objects())
 
 
+def lru_sizes() -> dict[str, tuple[int, int]]:
+    """Entries held by every functools.lru_cache alive, by qualified name: the bounded caches that fill."""
+    gc.collect()
+    return {
+        f"{o.__module__}.{o.__qualname__}": (o.cache_info().currsize, o.cache_info().maxsize or 0)
+        for o in gc.get_objects()
+        if isinstance(o, functools._lru_cache_wrapper) and o.cache_info().maxsize
+    }
+
+
 def widget_counts(app: App[Any]) -> tuple[Counter[str], Counter[str]]:
     """Widgets alive (attached or not), and those in the app's DOM, by type."""
     gc.collect()
@@ -52,6 +63,7 @@ async def watch(cfg: Config, minutes: float, warmup: float, driver: asyncio.Task
         snap1 = tracemalloc.take_snapshot()
         types1 = type_counts()
         widgets1 = widget_counts(app)
+        lru1 = lru_sizes()
         rss1, t1 = proc.memory_info().rss, time.monotonic()
         traced = tracemalloc.get_traced_memory()[0] / 2**20
         print(f"after {warmup:.0f} s warm-up: RSS {rss1 / 2**20:.1f} MB, traced {traced:.1f} MB")
@@ -63,6 +75,7 @@ async def watch(cfg: Config, minutes: float, warmup: float, driver: asyncio.Task
         snap2 = tracemalloc.take_snapshot()
         types2 = type_counts()
         widgets2 = widget_counts(app)
+        lru2 = lru_sizes()
         rss2 = proc.memory_info().rss
         print("snapshots taken; leaving the app", flush=True)
     if driver is not None:
@@ -90,6 +103,11 @@ async def watch(cfg: Config, minutes: float, warmup: float, driver: asyncio.Task
     print("object types whose counts grew most:")
     for name, n in (types2 - types1).most_common(12):
         print(f"  {n:+7d} {name}")
+    print("lru caches that grew (entries: before -> after / bound):")
+    for name in sorted(lru2, key=lambda n: lru1.get(n, (0, 0))[0] - lru2[n][0]):
+        (before, _), (after, bound) = lru1.get(name, (0, 0)), lru2[name]
+        if after > before:
+            print(f"  {before:6d} -> {after:6d} / {bound:6d}  {name}")
     for label, a, b in (("widgets alive", widgets1[0], widgets2[0]), ("widgets on screen", widgets1[1], widgets2[1])):
         grew = {k: b[k] - a[k] for k in b if b[k] != a[k]}
         print(f"{label}: {sum(a.values())} -> {sum(b.values())}; changed: {grew}")

@@ -32,6 +32,7 @@ from app.services.operator_hands import OperatorHands
 from app.services.textsafe import visible, visible_lines
 from app.services.types import FleetEvent
 from app.ui import keys
+from app.ui.cell_len_fix import install as measure_ascii_uncached
 from app.ui.dashboard import DashboardScreen
 from app.ui.fleet_api import FleetApi
 from app.ui.glyphs import Glyphs, glyphs_for, want_ascii
@@ -251,6 +252,7 @@ def make_app(
     `config_path` is where the config file is or would go (default: `config.path`), said on the first run.
     """
     keep_no_dead_styles_caches()
+    measure_ascii_uncached()
     return HerdApp(
         config, fleet, frozen_time=frozen_time, ascii_mode=ascii_mode, config_path=config_path, history=history,
         recorder=recorder, hands=hands,
