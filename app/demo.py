@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 
 from app.config import Config, MachineConfig, UiConfig, write_config
-from app.services.machine import Machine
-from app.services.operator_hands import OperatorHands
+from app.services.core.operator_presence import OperatorHands
+from app.services.machine.machine import Machine
 from app.tinymodels import TinySpec, write_corrupt_model, write_tiny_model
 
 

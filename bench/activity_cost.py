@@ -19,9 +19,9 @@ import time
 import httpx
 import psutil
 
-from app.services.activity_poll import IDLE_ROUNDS, ActivityPoller, Target
-from app.services.binary import HOW_TO_GET, find_llama_server
-from app.services.router_api import RouterClient
+from app.services.activity.poll import IDLE_ROUNDS, ActivityPoller, Target
+from app.services.lifecycle.llama_server_binary import HOW_TO_GET, find_llama_server
+from app.services.router.client import RouterClient
 from app.tinymodels import TinySpec, write_tiny_model
 from bench.common import workdir
 from tests.helpers.router import RouterProc, preset_text

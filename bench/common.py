@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.services.binary import HOW_TO_GET, find_llama_server
+from app.services.lifecycle.llama_server_binary import HOW_TO_GET, find_llama_server
 from app.tinymodels import TinySpec, write_corrupt_model, write_tiny_model
 from tests.helpers.delay_proxy import DelayProxy
 from tests.helpers.herd import Herd

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.config import Config, MachineConfig
-from app.services.errors import HerdError
-from app.services.machine import Machine
-from app.services.router_api import RouterClient
+from app.services.core.errors import HerdError
+from app.services.machine.machine import Machine
+from app.services.router.client import RouterClient
 from bench.common import tiny_models, workdir
 from tests.helpers.router import preset_text
 

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from app.services.history_store import HistoryRow, HistoryStore
+from app.services.history.store import HistoryRow, HistoryStore
 from bench.common import figures, workdir
 
 REASONS = ("requested", "ready", "evicted", "preset reload", "crashed", "requested")

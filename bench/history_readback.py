@@ -16,11 +16,11 @@ import resource
 import sys
 import time
 
-from app.services.bounded import MAX_LOG_LINE
-from app.services.history_backfill import _READ, LOG_BYTES, LOG_LINES
-from app.services.history_reasons import LOG_PATTERN, run_reasons, transitions
-from app.services.local_transport import LocalTransport
-from app.services.log_matches import read_matches
+from app.services.core.bounded import MAX_LOG_LINE
+from app.services.history.backfill import _READ, LOG_BYTES, LOG_LINES
+from app.services.history.log_readback import read_matches
+from app.services.history.reasons import LOG_PATTERN, run_reasons, transitions
+from app.services.hosts.local import LocalTransport
 from bench.common import workdir
 
 

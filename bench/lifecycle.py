@@ -15,9 +15,9 @@ from pathlib import Path
 import psutil
 
 from app.config import MachineConfig
-from app.services.binary import find_llama_server
-from app.services.machine import Machine
-from app.services.types import RouterState
+from app.services.core.router_types import RouterState
+from app.services.lifecycle.llama_server_binary import find_llama_server
+from app.services.machine.machine import Machine
 from bench.common import figures, tiny_models, workdir
 from tests.helpers.router import preset_text
 from tests.sshd import SshdUnavailable, start_sshd

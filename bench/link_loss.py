@@ -14,10 +14,11 @@ import asyncio
 from collections.abc import Callable
 
 from app.config import MachineConfig
-from app.services import ssh_link
-from app.services.machine import Machine
-from app.services.ssh_transport import SshTransport
-from app.services.types import Connection, FleetEvent, HostStatsChanged
+from app.services.core.fleet_events import FleetEvent, HostStatsChanged
+from app.services.core.host_types import Connection
+from app.services.machine.machine import Machine
+from app.services.ssh import connection as ssh_connection
+from app.services.ssh.transport import SshTransport
 from bench.common import workdir
 from tests.faults.netns import Link, NetnsUnavailable, link
 from tests.helpers.wait import wait_for
@@ -63,10 +64,10 @@ async def trials(ln: Link, server: SshServer, n: int, every: float) -> list[tupl
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=3)
-    ap.add_argument("--every", type=float, default=ssh_link.KEEPALIVE_EVERY)
-    ap.add_argument("--misses", type=int, default=ssh_link.KEEPALIVE_MISSES)
+    ap.add_argument("--every", type=float, default=ssh_connection.KEEPALIVE_EVERY)
+    ap.add_argument("--misses", type=int, default=ssh_connection.KEEPALIVE_MISSES)
     args = ap.parse_args()
-    ssh_link.KEEPALIVE_MISSES = args.misses
+    ssh_connection.KEEPALIVE_MISSES = args.misses
     print(f"ssh keepalive every {args.every:g} s, link lost after {args.misses} unanswered "
           f"(worst case {(args.misses + 1) * args.every:g} s after the last packet)")  # fmt: skip
     try:

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from app.cli.machine_cmds import machine_status
 from app.config import MachineConfig
-from app.services.binary import HOW_TO_GET, find_llama_server
-from app.services.machine import Machine
-from app.services.types import RouterState
+from app.services.core.router_types import RouterState
+from app.services.lifecycle.llama_server_binary import HOW_TO_GET, find_llama_server
+from app.services.machine.machine import Machine
 from bench.common import tiny_models, workdir
 from tests.helpers.router import preset_text
 

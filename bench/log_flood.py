@@ -38,9 +38,10 @@ import psutil
 from textual import events
 
 from app.config import Config, MachineConfig, write_config
-from app.services.binary import HOW_TO_GET, find_llama_server
+from app.services.core.log_lines import LogLine
+from app.services.core.router_types import RouterState
 from app.services.fleet import Fleet
-from app.services.types import LogLine, RouterState
+from app.services.lifecycle.llama_server_binary import HOW_TO_GET, find_llama_server
 from app.ui.app import make_app
 from bench.common import figures, tiny_models, workdir
 from tests.helpers.router import preset_text
@@ -339,7 +340,7 @@ async def cli(cfg: Config, name: str, rate: int, seconds: float, d: Path, model:
 def packed_cost(lines: list[LogLine]) -> int:
     """What the lines cost once in a Scrollback (the panel's and each machine's): what its packing allocated and
     kept (the parsed lines were allocated before tracing began, so they are not counted)."""
-    from app.services.log_scrollback import Scrollback
+    from app.services.logs.scrollback import Scrollback
 
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
@@ -354,9 +355,9 @@ async def scrollback(n: int = 100_000) -> str:
     """A paused panel over `n` lines: page-up latency, a search across them, and what the lines cost."""
     from textual.app import App, ComposeResult
 
-    from app.services.logs import LogAttributor
-    from app.ui.glyphs import UNICODE
-    from app.ui.logs import LogPanel
+    from app.services.logs.parse import LogAttributor
+    from app.ui.dashboard.log_panel import LogPanel
+    from app.ui.text.glyphs import UNICODE
 
     att = LogAttributor()
     tracemalloc.start()

@@ -18,9 +18,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from app.config import load_config
+from app.services.core.router_types import RouterState
 from app.services.fleet import Fleet
-from app.services.remote_trace import TRACE_ENV
-from app.services.types import RouterState
+from app.services.ssh.remote_trace import TRACE_ENV
 from bench.common import far_side, rtt_parser
 from tests.helpers.herd import Herd
 

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from app.services.remote_trace import TRACE_ENV
+from app.services.ssh.remote_trace import TRACE_ENV
 from bench.common import far_side, rtt_parser
 from tests.helpers.herd import Herd
 

@@ -26,10 +26,11 @@ from pathlib import Path
 import psutil
 
 from app.config import MachineConfig
-from app.services.binary import HOW_TO_GET, find_llama_server
-from app.services.machine import Machine
-from app.services.ssh_transport import SshTransport
-from app.services.types import FleetEvent, HostStatsChanged, RouterState
+from app.services.core.fleet_events import FleetEvent, HostStatsChanged
+from app.services.core.router_types import RouterState
+from app.services.lifecycle.llama_server_binary import HOW_TO_GET, find_llama_server
+from app.services.machine.machine import Machine
+from app.services.ssh.transport import SshTransport
 from bench.common import figures, tiny_models, workdir
 from tests.helpers.router import preset_text
 from tests.sshd import SshdUnavailable, SshServer, start_sshd

@@ -17,10 +17,10 @@ import sys
 import psutil
 from textual.app import App, ComposeResult
 
-from app.services.logs import LogAttributor
-from app.services.types import LogLine
-from app.ui.glyphs import UNICODE
-from app.ui.logs import LogPanel
+from app.services.core.log_lines import LogLine
+from app.services.logs.parse import LogAttributor
+from app.ui.dashboard.log_panel import LogPanel
+from app.ui.text.glyphs import UNICODE
 
 SHAPES = (
     "{t} I srv  proxy_reques: proxying request to model chat-small on port {port}",

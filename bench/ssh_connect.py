@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from app.services.ssh_transport import SshTransport
+from app.services.ssh.transport import SshTransport
 from bench.common import figures
 from tests.sshd import SshdUnavailable, start_sshd
 

@@ -27,9 +27,9 @@ from pathlib import Path
 import psutil
 
 from app.config import Config, MachineConfig, write_config
-from app.services.binary import HOW_TO_GET, find_llama_server
 from app.services.fleet import Fleet
-from app.services.machine import Machine
+from app.services.lifecycle.llama_server_binary import HOW_TO_GET, find_llama_server
+from app.services.machine.machine import Machine
 from app.ui.app import make_app
 from bench.common import start_router, tiny_models, workdir
 from tests.helpers.router import RouterProc, preset_text

@@ -28,8 +28,9 @@ import psutil
 from textual import events
 
 from app.config import Config, MachineConfig
+from app.services.core.fleet_events import FleetEvent, ModelsChanged, ModelsUpdated
+from app.services.core.router_types import ModelState
 from app.services.fleet import Fleet
-from app.services.types import FleetEvent, ModelsChanged, ModelState, ModelsUpdated
 from app.ui.app import make_app
 from bench.common import figures, start_router, tiny_models, workdir
 

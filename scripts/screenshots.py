@@ -50,29 +50,27 @@ from textual.widgets import Input
 
 from app import demo
 from app.config import Config
-from app.services.activity_poll import ActivityChanged
-from app.services.discovery import DiscoveredModel, Discovery
-from app.services.fit_estimate import FitEstimate
-from app.services.fleet import Fleet
-from app.services.preset_store import Edit, PresetPlan, PresetResult, PresetSnapshot
-from app.services.types import (
+from app.services.activity.poll import ActivityChanged
+from app.services.core.fleet_events import (
     FleetEvent,
-    GpuStats,
-    HostStats,
     HostStatsChanged,
-    LogLine,
     LogLines,
     MachineChanged,
     MachineView,
-    ModelInfo,
     ModelsChanged,
-    ModelState,
     ModelsUpdated,
 )
+from app.services.core.host_types import GpuStats, HostStats
+from app.services.core.log_lines import LogLine
+from app.services.core.router_types import ModelInfo, ModelState
+from app.services.files.discovery import DiscoveredModel, Discovery
+from app.services.fit.estimate import FitEstimate
+from app.services.fleet import Fleet
+from app.services.presets.store import Edit, PresetPlan, PresetResult, PresetSnapshot
 from app.ui.app import HerdApp, make_app
-from app.ui.confirm import ConfirmScreen
-from app.ui.help import HelpScreen
-from app.ui.preset_form import PresetForm
+from app.ui.screens.confirm import ConfirmScreen
+from app.ui.screens.help import HelpScreen
+from app.ui.screens.preset_form import PresetForm
 
 ROOT = Path("/tmp/llamaherd-screenshots")
 PORTS = (39101, 39102, 39103)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.services.binary import HOW_TO_GET, find_llama_server
+from app.services.lifecycle.llama_server_binary import HOW_TO_GET, find_llama_server
 from app.tinymodels import TinySpec, write_corrupt_model, write_tiny_model
 from tests.helpers.herd import Herd, local_config
 from tests.helpers.needs import missing

@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from app.services.ssh_transport import SshTransport
+from app.services.ssh.transport import SshTransport
 from tests.helpers.needs import missing
 from tests.helpers.wait import eventually
 

@@ -11,9 +11,9 @@ from app.config import Config
 from app.errors import ConfigError
 
 if TYPE_CHECKING:  # imported when a machine is reached: `llamaherd history` often reaches none
-    from app.services.machine import Machine
-    from app.services.router_api import RouterClient
-    from app.services.routers import RouterManager
+    from app.services.lifecycle.manager import RouterManager
+    from app.services.machine.machine import Machine
+    from app.services.router.client import RouterClient
 
 
 @dataclass
@@ -31,7 +31,7 @@ class CliContext:
 
     @contextlib.asynccontextmanager
     async def machine(self, name: str) -> AsyncIterator[Machine]:
-        from app.services.machine import Machine
+        from app.services.machine.machine import Machine
 
         m = Machine(self.config.machine(name), emit=lambda ev: None)
         try:

@@ -11,8 +11,8 @@ from app.cli.output import err
 from app.cli.wording import say
 from app.config import Config
 from app.demo import Traffic, demo_dir, prepare_and_start, stop_routers
-from app.services.errors import HerdError
-from app.services.operator_hands import OperatorHands
+from app.services.core.errors import HerdError
+from app.services.core.operator_presence import OperatorHands
 
 
 def run_dashboard(config: Config, hands: OperatorHands | None = None) -> int:

@@ -8,9 +8,9 @@ import asyncio
 import json
 
 from app.cli.context import CliContext
-from app.services.fit_check import FitReport, check_machine
-from app.services.machine import Machine
-from app.services.textsafe import visible
+from app.services.core.textsafe import visible
+from app.services.fit.check import FitReport, check_machine
+from app.services.machine.machine import Machine
 
 
 async def cmd_fit(ctx: CliContext, args: argparse.Namespace) -> int:

@@ -14,13 +14,13 @@ import time
 from typing import TYPE_CHECKING
 
 from app.errors import ConfigError, HerdError
-from app.services.waits import within
+from app.services.core.waits import within
 
 if TYPE_CHECKING:  # imported where used: `llamaherd history` starts without the machine and ssh modules
     from app.cli.context import CliContext
     from app.config import MachineConfig
-    from app.services.history_store import HistoryStore
-    from app.services.machine import Machine
+    from app.services.history.store import HistoryStore
+    from app.services.machine.machine import Machine
 
 BACKFILL_TIMEOUT = 15.0
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -48,7 +48,7 @@ async def _backfill_one(ctx: CliContext, mc: MachineConfig, store: HistoryStore)
 
 
 async def _connect_and_fill(m: Machine, store: HistoryStore) -> None:
-    from app.services.history_backfill import backfill
+    from app.services.history.backfill import backfill
 
     await m.transport.connect()
     await backfill(m, store)
@@ -58,7 +58,7 @@ async def note_request(machine: str, model: str, action: str, command: str) -> N
     """A command asked: noted so the history names it; a history that cannot be written stops nothing."""
     import sqlite3
 
-    from app.services.history_store import HistoryStore
+    from app.services.history.store import HistoryStore
 
     store = HistoryStore()
     try:
@@ -73,7 +73,7 @@ async def note_router(machine: str, router: str, was: str, now: str, detail: str
     """A command started or stopped a router: recorded, as the dashboard would have recorded it."""
     import sqlite3
 
-    from app.services.history_store import HistoryRow, HistoryStore
+    from app.services.history.store import HistoryRow, HistoryStore
 
     store = HistoryStore()
     try:
@@ -87,7 +87,7 @@ async def note_router(machine: str, router: str, was: str, now: str, detail: str
 
 
 async def cmd_history(ctx: CliContext, args: argparse.Namespace) -> int:
-    from app.services.history_store import HistoryStore
+    from app.services.history.store import HistoryStore
 
     since = time.time() - parse_since(args.since)
     machines = [ctx.config.machine(args.machine)] if args.machine else list(ctx.config.effective_machines)

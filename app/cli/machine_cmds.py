@@ -14,13 +14,14 @@ from app.cli.context import CliContext
 from app.cli.history_cmds import note_router
 from app.cli.output import err, human_size
 from app.cli.wording import say
-from app.services.errors import HerdError, RouterNotAnswering
-from app.services.logs import LogAttributor
-from app.services.machine import Machine
-from app.services.router_api import HEALTH_BOUND, LINK_ROUND_TRIPS, RouterClient
-from app.services.routers import RouterStatus
-from app.services.textsafe import visible, visible_lines
-from app.services.types import HostStats, ModelState, RouterState
+from app.services.core.errors import HerdError, RouterNotAnswering
+from app.services.core.host_types import HostStats
+from app.services.core.router_types import ModelState, RouterState
+from app.services.core.textsafe import visible, visible_lines
+from app.services.lifecycle.manager import RouterStatus
+from app.services.logs.parse import LogAttributor
+from app.services.machine.machine import Machine
+from app.services.router.client import HEALTH_BOUND, LINK_ROUND_TRIPS, RouterClient
 
 STATUS_TIMEOUT = 10.0
 

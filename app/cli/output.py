@@ -8,8 +8,7 @@ import sys
 from enum import Enum
 from typing import Any
 
-from app.services.textsafe import visible, visible_lines
-from app.services.types import (
+from app.services.core.router_types import (
     ModelInfo,
     ModelListEvent,
     ModelsReloadEvent,
@@ -17,6 +16,7 @@ from app.services.types import (
     RouterEvent,
     StreamStateEvent,
 )
+from app.services.core.textsafe import visible, visible_lines
 
 
 def to_jsonable(obj: Any) -> Any:

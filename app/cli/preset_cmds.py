@@ -10,19 +10,12 @@ from collections.abc import Callable
 
 from app.cli.context import CliContext
 from app.cli.output import err
-from app.services import model_files
-from app.services.discovery import DiscoveredModel, classify
-from app.services.errors import PresetError, SectionExists
-from app.services.machine import Machine
-from app.services.preset_store import (
-    Edit,
-    PresetStore,
-    add_section,
-    remove_section,
-    set_keys,
-    unset_keys,
-)
-from app.services.textsafe import visible, visible_lines
+from app.services.core.errors import PresetError, SectionExists
+from app.services.core.textsafe import visible, visible_lines
+from app.services.files import scan as model_files
+from app.services.files.discovery import DiscoveredModel, classify
+from app.services.machine.machine import Machine
+from app.services.presets.store import Edit, PresetStore, add_section, remove_section, set_keys, unset_keys
 
 
 def parse_assignments(items: list[str]) -> dict[str, str]:

@@ -9,9 +9,9 @@ from app.cli.context import CliContext
 from app.cli.history_cmds import note_request
 from app.cli.output import EventLines, err, models_table, print_json_list, to_jsonable
 from app.cli.wording import say
-from app.services.errors import HerdError
-from app.services.loading import ensure_loaded
-from app.services.textsafe import visible
+from app.services.core.errors import HerdError
+from app.services.core.textsafe import visible
+from app.services.router.load_and_wait import ensure_loaded
 
 
 async def cmd_models(ctx: CliContext, args: argparse.Namespace) -> int:

@@ -17,12 +17,12 @@ from typing import Any
 
 from app.cli.context import CliContext
 from app.cli.wording import say
-from app.services.activity import ModelActivity, busiest_first
-from app.services.activity_poll import ActivityChanged, ActivityPoller, Target
-from app.services.errors import HerdError
-from app.services.machine import Machine
-from app.services.textsafe import visible
-from app.services.types import ModelState
+from app.services.activity.metrics import ModelActivity, busiest_first
+from app.services.activity.poll import ActivityChanged, ActivityPoller, Target
+from app.services.core.errors import HerdError
+from app.services.core.router_types import ModelState
+from app.services.core.textsafe import visible
+from app.services.machine.machine import Machine
 
 LIST_TIMEOUT = 10.0
 CLEAR = "\x1b[H\x1b[2J"

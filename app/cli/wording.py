@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.services.errors import HerdError, RouterNotRunning
+from app.services.core.errors import HerdError, RouterNotRunning
 
 
 def say(e: HerdError) -> str:

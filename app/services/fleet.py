@@ -9,32 +9,24 @@ from collections.abc import Collection, Sequence
 
 from app.config import Config
 from app.errors import ConfigError
-from app.services import model_files
-from app.services.activity_poll import ActivityChanged, ActivityPoller, Target, machine_target
-from app.services.discovery import DiscoveredModel, Discovery
-from app.services.errors import FitUnknown, HerdError, RouterError
-from app.services.fit_check import estimate_model, estimate_section
-from app.services.fit_estimate import FitEstimate, FitInputError
-from app.services.history_store import HistoryStore
-from app.services.loading import LOAD_TIMEOUT, ensure_loaded
-from app.services.logs import skipped_marker
-from app.services.machine import Machine
-from app.services.preset_store import Edit, PresetPlan, PresetResult, PresetSnapshot, PresetStore
-from app.services.router_api import RouterClient
-from app.services.routers import RouterRecord
-from app.services.types import (
-    FleetEvent,
-    LogLine,
-    LogLines,
-    MachineChanged,
-    MachineView,
-    ModelInfo,
-    ModelProps,
-    ModelsChanged,
-    Problem,
-)
+from app.services.activity.poll import ActivityChanged, ActivityPoller, Target, machine_target
+from app.services.core.errors import FitUnknown, HerdError, RouterError
+from app.services.core.fleet_events import FleetEvent, LogLines, MachineChanged, MachineView, ModelsChanged, Problem
+from app.services.core.log_lines import LogLine
+from app.services.core.router_types import ModelInfo, ModelProps
+from app.services.files import scan as model_files
+from app.services.files.discovery import DiscoveredModel, Discovery
+from app.services.fit.check import estimate_model, estimate_section
+from app.services.fit.estimate import FitEstimate, FitInputError
+from app.services.history.store import HistoryStore
+from app.services.lifecycle.manager import RouterRecord
+from app.services.logs.parse import skipped_marker
+from app.services.machine.machine import Machine
+from app.services.presets.store import Edit, PresetPlan, PresetResult, PresetSnapshot, PresetStore
+from app.services.router.client import RouterClient
+from app.services.router.load_and_wait import LOAD_TIMEOUT, ensure_loaded
 
-# Bound: log lines kept per machine (packed, log_scrollback.py), replayed into the panel when it is selected again
+# Bound: log lines kept per machine (packed, logs/scrollback.py), replayed into the panel when it is selected again
 # (the panel's own scrollback, ui.log_lines, may be longer: it holds the selected machine's lines only).
 MACHINE_LOG_LINES = 10_000
 # Bound: LogLines events waiting in one subscriber's queue (each at most ~500 lines, one per machine per 0.1 s);

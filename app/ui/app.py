@@ -1,7 +1,7 @@
 """HerdApp: the data behind the dashboard, and the one worker that turns fleet events into screen updates.
 
 The app holds the fleet, HerdState and LiveFeed (live.py), which folds every event into the state and has the
-dashboard screen (dashboard.py) paint at most every 50 ms, so a burst costs few repaints. Nothing here waits on a
+dashboard screen (dashboard/screen.py) paint at most every 50 ms, so a burst costs few repaints. Nothing here waits on a
 machine: every Fleet command is awaited in a worker.
 """
 
@@ -26,22 +26,22 @@ from textual.widgets._toast import ToastRack
 from textual.worker import Worker, WorkerState
 
 from app.config import Config
-from app.services.history_last import LastChanges
-from app.services.history_store import HistoryRow, HistoryStore
-from app.services.operator_hands import OperatorHands
-from app.services.textsafe import visible, visible_lines
-from app.services.types import FleetEvent
-from app.ui import keys
-from app.ui.cell_len_fix import install as measure_ascii_uncached
-from app.ui.dashboard import DashboardScreen
-from app.ui.fleet_api import FleetApi
-from app.ui.glyphs import Glyphs, glyphs_for, want_ascii
+from app.services.core.fleet_events import FleetEvent
+from app.services.core.operator_presence import OperatorHands
+from app.services.core.textsafe import visible, visible_lines
+from app.services.history.last_change import LastChanges
+from app.services.history.store import HistoryRow, HistoryStore
+from app.ui.dashboard import keys
+from app.ui.dashboard.disabled_key_reasons import why_not
+from app.ui.dashboard.screen import DashboardScreen
 from app.ui.live import LiveFeed
 from app.ui.palette import HerdCommands
-from app.ui.state import HerdState
-from app.ui.styles_cache_fix import install as keep_no_dead_styles_caches
-from app.ui.toast_bound import drop_oldest
-from app.ui.why_not import why_not
+from app.ui.patches.rich_cell_len import install as measure_ascii_uncached
+from app.ui.patches.textual_styles_cache import install as keep_no_dead_styles_caches
+from app.ui.patches.toast_bound import drop_oldest
+from app.ui.state.fleet_protocol import FleetApi
+from app.ui.state.herd_state import HerdState
+from app.ui.text.glyphs import Glyphs, glyphs_for, want_ascii
 
 MAX_BATCH = 5000  # events taken off the queue in one go
 
@@ -217,7 +217,8 @@ class HerdApp(App[int]):
         super().notify(visible_lines(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
 
     def _on_notify(self, event: Notify) -> None:
-        """Textual keeps every notification until its timeout; past MAX_TOASTS the oldest go (toast_bound.py)."""
+        """Textual keeps every notification until its timeout; past MAX_TOASTS the oldest go
+        (patches/toast_bound.py)."""
         self._notifications.add(event.notification)
         drop_oldest(self._notifications, self._drop_notification)
         self._refresh_notifications()

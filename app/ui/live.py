@@ -12,9 +12,9 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
-from app.services.types import FleetEvent, ModelsChanged, ModelsUpdated
-from app.ui.heap import BIG_LIST, give_back
-from app.ui.state import Changes, HerdState
+from app.services.core.fleet_events import FleetEvent, ModelsChanged, ModelsUpdated
+from app.ui.malloc_trim import BIG_LIST, give_back
+from app.ui.state.herd_state import Changes, HerdState
 
 FLUSH_INTERVAL = 0.05  # at most 20 paints a second from fleet events, however fast they come
 # Keys first: a fleet paint that reorders or widens the table draws every visible line again, so during a burst a

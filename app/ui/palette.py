@@ -10,11 +10,11 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.markup import escape
 
-from app.services.textsafe import visible
-from app.ui.dashboard import DashboardScreen
+from app.services.core.textsafe import visible
+from app.ui.dashboard.screen import DashboardScreen
 
 if TYPE_CHECKING:
-    from app.ui.herd_api import HerdApi
+    from app.ui.state.app_protocol import HerdApi
 
 Command = tuple[str, Callable[[], object], str]
 

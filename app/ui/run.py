@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from app.config import Config, default_config_path
+from app.services.core.operator_presence import OperatorHands
 from app.services.fleet import Fleet
-from app.services.history_recorder import HistoryRecorder
-from app.services.history_store import HistoryStore
-from app.services.operator_hands import OperatorHands
+from app.services.history.recorder import HistoryRecorder
+from app.services.history.store import HistoryStore
 from app.ui.app import make_app
 
 

@@ -11,10 +11,10 @@ from collections.abc import Callable
 
 import pytest
 
-from app.services.activity import METRICS_LIMIT
-from app.services.activity_poll import ActivityPoller, Target
-from app.services.errors import AnswerTooBig, BadAnswer, HerdError, RouterNotAnswering, RouterRefused
-from app.services.router_api import RouterClient
+from app.services.activity.metrics import METRICS_LIMIT
+from app.services.activity.poll import ActivityPoller, Target
+from app.services.core.errors import AnswerTooBig, BadAnswer, HerdError, RouterNotAnswering, RouterRefused
+from app.services.router.client import RouterClient
 from tests.faults import hostile_http as H
 
 Answer = Callable[[socket.socket, threading.Event], None]

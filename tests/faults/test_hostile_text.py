@@ -16,8 +16,8 @@ from rich.console import Console
 from textual.app import App
 
 from app.config import Config, MachineConfig
+from app.services.core.textsafe import is_visible
 from app.services.fleet import Fleet
-from app.services.textsafe import is_visible
 from app.ui.app import HerdApp, make_app
 from tests.helpers.herd import Herd, local_config
 from tests.ui.screen import screen_text, wait_for
@@ -165,7 +165,9 @@ async def test_hostile_events_from_any_router_reach_the_screen_as_text() -> None
     including what a preset cannot hold (a newline in an id), and errors that look like markup."""
     import dataclasses
 
-    from app.services.types import LogLine, LogLines, MachineChanged, ModelsChanged, ModelState, Problem, RouterState
+    from app.services.core.fleet_events import LogLines, MachineChanged, ModelsChanged, Problem
+    from app.services.core.log_lines import LogLine
+    from app.services.core.router_types import ModelState, RouterState
     from tests.ui.standin import NOW, demo_fleet, model, view
 
     fleet = demo_fleet()

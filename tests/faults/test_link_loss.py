@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from app.config import MachineConfig
-from app.services.machine import Machine
-from app.services.types import Connection, FleetEvent, HostStatsChanged
+from app.services.core.fleet_events import FleetEvent, HostStatsChanged
+from app.services.core.host_types import Connection
+from app.services.machine.machine import Machine
 from tests.faults.netns import Link, NetnsUnavailable, link
 from tests.helpers.needs import missing
 from tests.helpers.wait import wait_for

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from app.config import MachineConfig
-from app.services.bounded import MAX_LOG_LINE
-from app.services.local_transport import LocalTransport
-from app.services.routers import RouterManager
-from app.services.ssh_transport import SshTransport
-from app.services.transport import Transport
+from app.services.core.bounded import MAX_LOG_LINE
+from app.services.hosts.local import LocalTransport
+from app.services.hosts.transport import Transport
+from app.services.lifecycle.manager import RouterManager
+from app.services.ssh.transport import SshTransport
 from tests.sshd import SshServer
 
 HUGE = 20 * 1024 * 1024  # a 20 MB line

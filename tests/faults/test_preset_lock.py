@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from app.config import MachineConfig
-from app.services.machine import Machine
-from app.services.preset_store import PresetConflict, PresetStore, set_keys
+from app.services.machine.machine import Machine
+from app.services.presets.store import PresetConflict, PresetStore, set_keys
 from tests.faults.machines import ssh_toml
 from tests.helpers.herd import Herd, local_config
 from tests.sshd import SshServer

@@ -20,8 +20,8 @@ import pytest
 
 from app.cli.machine_cmds import machine_status
 from app.config import MachineConfig
-from app.services.machine import Machine
-from app.services.types import RouterState
+from app.services.core.router_types import RouterState
+from app.services.machine.machine import Machine
 from tests.helpers.herd import Herd, local_config
 from tests.helpers.router import RouterProc, preset_text
 from tests.ui.test_tmux import Tmux, tmux  # noqa: F401 - the fixture

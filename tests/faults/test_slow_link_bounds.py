@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from app.services.errors import RouterNotAnswering
-from app.services.router_api import LINK_ROUND_TRIPS, RouterClient
+from app.services.core.errors import RouterNotAnswering
+from app.services.router.client import LINK_ROUND_TRIPS, RouterClient
 from tests.faults import hostile_http as H
 
 

@@ -15,10 +15,10 @@ import pytest
 from textual.widgets import Input
 
 from app.config import Config, MachineConfig
-from app.services.errors import HerdError
+from app.services.core.errors import HerdError
 from app.services.fleet import Fleet
-from app.services.machine import Machine
-from app.services.preset_store import PresetStore, set_keys
+from app.services.machine.machine import Machine
+from app.services.presets.store import PresetStore, set_keys
 from tests.faults.machines import machine_toml
 from tests.faults.tmpfs import fill, leftovers, read_only, tmpfs
 from tests.helpers.herd import Herd

@@ -11,11 +11,11 @@ import time
 import httpx
 
 from app.config import Config, MachineConfig, UiConfig
-from app.services.activity import ModelActivity
-from app.services.activity_poll import ActivityChanged, ActivityPoller, Target
+from app.services.activity.metrics import ModelActivity
+from app.services.activity.poll import ActivityChanged, ActivityPoller, Target
+from app.services.core.router_types import ModelState
 from app.services.fleet import Fleet
-from app.services.router_api import RouterClient
-from app.services.types import ModelState
+from app.services.router.client import RouterClient
 from tests.conftest import RouterFactory
 from tests.helpers.herd import Herd
 from tests.helpers.router import RouterProc

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import httpx
 
-from app.services.fit_estimate import FitSettings, estimate
-from app.services.gguf_header import parse_gguf_header
+from app.services.files.gguf_header import parse_gguf_header
+from app.services.fit.estimate import FitSettings, estimate
 from tests.helpers.router import RouterProc, preset_text
 from tests.helpers.synth_models import SynthSpec, write_synth_model
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import psutil
 
 from app.config import load_config
+from app.services.core.router_types import ModelState, RouterState
 from app.services.fleet import Fleet
-from app.services.history_recorder import HistoryRecorder
-from app.services.history_store import HistoryRow, HistoryStore
-from app.services.types import ModelState, RouterState
+from app.services.history.recorder import HistoryRecorder
+from app.services.history.store import HistoryRow, HistoryStore
 from tests.conftest import RouterFactory
 from tests.helpers.wait import wait_for
 

@@ -15,12 +15,13 @@ import psutil
 import pytest
 
 from app.config import load_config
-from app.services import history_backfill, log_matches
+from app.services.core.host_types import RunResult
+from app.services.core.router_types import ModelState, RouterState
 from app.services.fleet import Fleet
-from app.services.history_backfill import _READ
-from app.services.history_recorder import HistoryRecorder
-from app.services.history_store import HistoryRow, HistoryStore
-from app.services.types import ModelState, RouterState, RunResult
+from app.services.history import backfill, log_readback
+from app.services.history.backfill import _READ
+from app.services.history.recorder import HistoryRecorder
+from app.services.history.store import HistoryRow, HistoryStore
 from tests.helpers.herd import Herd
 from tests.helpers.router import preset_text
 from tests.helpers.wait import wait_for
@@ -142,16 +143,16 @@ async def test_a_new_run_is_read_from_where_it_began_in_the_log(herd: Herd, monk
     rec = herd.record() or {}
     assert rec["log_offset"] == first_run > 0
     read_from: list[int] = []
-    real = log_matches.read_matches
+    real = log_readback.read_matches
 
     def spy(path: str, offset: int, *rest: Any) -> bytes | None:
         read_from.append(offset)
         return real(path, offset, *rest)
 
-    monkeypatch.setattr(history_backfill, "read_matches", spy)
+    monkeypatch.setattr(backfill, "read_matches", spy)
     fleet = Fleet(load_config(herd.config))
     try:
-        got = await history_backfill.read_transitions(fleet.machine("here"))
+        got = await backfill.read_transitions(fleet.machine("here"))
     finally:
         await fleet.close()
     assert got is not None

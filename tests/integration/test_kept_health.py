@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from app.services.errors import BadAnswer, RouterNotAnswering
-from app.services.router_api import RouterClient
+from app.services.core.errors import BadAnswer, RouterNotAnswering
+from app.services.router.client import RouterClient
 from tests.faults import hostile_http as H
 from tests.helpers.router import RouterProc
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import psutil
 
 from app.config import MachineConfig
-from app.services.machine import Machine
-from app.services.types import FleetEvent, MachineChanged, RouterState
+from app.services.core.fleet_events import FleetEvent, MachineChanged
+from app.services.core.router_types import RouterState
+from app.services.machine.machine import Machine
 from tests.helpers.herd import Herd, local_config
 from tests.helpers.wait import wait_for
 

@@ -11,10 +11,11 @@ import psutil
 import pytest
 
 from app.config import MachineConfig
-from app.services.errors import HostKeyError
-from app.services.machine import Machine
-from app.services.ssh_transport import SshTransport
-from app.services.types import FleetEvent, ModelState, RouterState
+from app.services.core.errors import HostKeyError
+from app.services.core.fleet_events import FleetEvent
+from app.services.core.router_types import ModelState, RouterState
+from app.services.machine.machine import Machine
+from app.services.ssh.transport import SshTransport
 from tests.helpers.herd import Herd
 from tests.helpers.router import preset_text
 from tests.helpers.wait import wait_for

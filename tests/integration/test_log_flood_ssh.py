@@ -9,9 +9,9 @@ from typing import cast
 
 import pytest
 
-from app.services.local_transport import LocalTransport
-from app.services.ssh_forward import MAX_FORWARDS
-from app.services.ssh_transport import SshTransport
+from app.services.hosts.local import LocalTransport
+from app.services.ssh.port_forward import MAX_FORWARDS
+from app.services.ssh.transport import SshTransport
 from tests.helpers.wait import wait_for
 from tests.sshd import SshServer, ssh_transport
 

@@ -4,8 +4,9 @@ whole list only on a list read (ModelsChanged)."""
 from __future__ import annotations
 
 from app.config import MachineConfig
-from app.services.machine import Machine
-from app.services.types import FleetEvent, ModelsChanged, ModelState, ModelsUpdated, RouterState
+from app.services.core.fleet_events import FleetEvent, ModelsChanged, ModelsUpdated
+from app.services.core.router_types import ModelState, RouterState
+from app.services.machine.machine import Machine
 from tests.helpers.router import RouterProc
 from tests.helpers.wait import wait_for
 

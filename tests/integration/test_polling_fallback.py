@@ -11,9 +11,9 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from app.config import MachineConfig
-from app.services.machine import Machine
-from app.services.router_api import RouterClient
-from app.services.types import ModelListEvent, ModelState, StreamStateEvent
+from app.services.core.router_types import ModelListEvent, ModelState, StreamStateEvent
+from app.services.machine.machine import Machine
+from app.services.router.client import RouterClient
 from tests.helpers.router import RouterProc
 from tests.helpers.wait import wait_for
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from app.config import MachineConfig
-from app.services.machine import Machine
-from app.services.preset_store import PresetStore, set_keys
+from app.services.machine.machine import Machine
+from app.services.presets.store import PresetStore, set_keys
 from tests.integration.test_lifecycle_ssh import ssh_machine
 from tests.sshd import SshServer
 

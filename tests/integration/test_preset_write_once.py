@@ -1,4 +1,4 @@
-"""A preset's backup and new text in one request over ssh (app/services/preset_write_once.py), real sshd."""
+"""A preset's backup and new text in one request over ssh (app/services/presets/write_once.py), real sshd."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.services.errors import WriteFailed
-from app.services.preset_write_once import backup_then_write, fits
+from app.services.core.errors import WriteFailed
+from app.services.presets.write_once import backup_then_write, fits
 from tests.sshd import SshServer, ssh_transport
 
 pytestmark = pytest.mark.ssh

@@ -13,11 +13,11 @@ import httpx
 import pytest
 
 from app.config import Config, MachineConfig
-from app.services.errors import PresetError
+from app.services.core.errors import PresetError
+from app.services.core.router_types import ModelState
 from app.services.fleet import Fleet
-from app.services.preset_fields import FIELDS, PresetField
-from app.services.preset_store import PresetConflict, add_section, replace_section, set_keys
-from app.services.types import ModelState
+from app.services.presets.fields import FIELDS, PresetField
+from app.services.presets.store import PresetConflict, add_section, replace_section, set_keys
 from tests.helpers.router import preset_text
 from tests.sshd import SshServer
 

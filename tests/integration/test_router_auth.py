@@ -24,7 +24,7 @@ import httpx
 import psutil
 import pytest
 
-from app.services.local_transport import LocalTransport
+from app.services.hosts.local import LocalTransport
 from tests.helpers.herd import Herd, local_config
 from tests.helpers.needs import in_ci
 from tests.helpers.router import free_port, preset_text
@@ -337,7 +337,7 @@ def test_over_ssh_another_user_gets_401_and_llamaherd_works(remote: Herd, sshd: 
 
 
 async def test_port_forward_listens_on_loopback_only(sshd: SshServer) -> None:
-    from app.services.ssh_transport import SshTransport
+    from app.services.ssh.transport import SshTransport
 
     t = SshTransport("far", sshd.host, port=sshd.port, user=sshd.user, identity_file=sshd.client_key,
                      known_hosts=sshd.known_hosts)  # fmt: skip

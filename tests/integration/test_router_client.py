@@ -11,16 +11,10 @@ from collections.abc import AsyncGenerator
 import pytest
 
 from app.cli.output import EventLines
-from app.services.errors import AuthRefused, ModelFailed, RouterRefused, RouterUnreachable
-from app.services.loading import ensure_loaded
-from app.services.router_api import RouterClient
-from app.services.types import (
-    ModelListEvent,
-    ModelState,
-    ModelStatusEvent,
-    RouterEvent,
-    StreamStateEvent,
-)
+from app.services.core.errors import AuthRefused, ModelFailed, RouterRefused, RouterUnreachable
+from app.services.core.router_types import ModelListEvent, ModelState, ModelStatusEvent, RouterEvent, StreamStateEvent
+from app.services.router.client import RouterClient
+from app.services.router.load_and_wait import ensure_loaded
 from tests.conftest import RouterFactory
 from tests.helpers.router import RouterProc
 

@@ -1,5 +1,5 @@
-"""A router is known by what a wall-clock step leaves alone (app/services/proc_start.py), locally and over ssh, with
-a real llama-server and the real test sshd (the far side is this machine).
+"""A router is known by what a wall-clock step leaves alone (app/services/hosts/process_start.py), locally and over
+ssh, with a real llama-server and the real test sshd (the far side is this machine).
 
 The clock of this shared machine is never stepped here: a record whose epoch start is 30 s off is what a step of
 30 s between the start and the stop looks like (btime moves with the wall clock; the boot id and the start since
@@ -17,13 +17,13 @@ import psutil
 import pytest
 
 from app.config import MachineConfig
-from app.services.local_transport import LocalTransport
-from app.services.machine import Machine
-from app.services.proc_start import ProcStart
-from app.services.remote_trace import TRACE_ENV
-from app.services.routers import RouterManager, RouterRecord
-from app.services.transport import Transport
-from app.services.types import RouterState
+from app.services.core.router_types import RouterState
+from app.services.hosts.local import LocalTransport
+from app.services.hosts.process_start import ProcStart
+from app.services.hosts.transport import Transport
+from app.services.lifecycle.manager import RouterManager, RouterRecord
+from app.services.machine.machine import Machine
+from app.services.ssh.remote_trace import TRACE_ENV
 from tests.helpers.processes import pending_signals, stop
 from tests.helpers.router import preset_text
 from tests.helpers.wait import wait_for

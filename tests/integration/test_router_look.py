@@ -1,5 +1,5 @@
-"""The record, its process and its key in one request over ssh (app/services/router_look.py), against the real
-sshd; the process a record names is a real one started here (the far side is this machine). No mocks."""
+"""The record, its process and its key in one request over ssh (app/services/lifecycle/look_request.py), against the
+real sshd; the process a record names is a real one started here (the far side is this machine). No mocks."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import psutil
 import pytest
 
 from app.config import MachineConfig
-from app.services.proc_start import ProcStart
-from app.services.router_look import parse_look
-from app.services.router_prepare import CHANGED, DONE
-from app.services.routers import RouterManager, RouterRecord
-from app.services.ssh_scripts import MISSING
-from app.services.types import RouterState
+from app.services.core.router_types import RouterState
+from app.services.hosts.process_start import ProcStart
+from app.services.hosts.shell_scripts import MISSING
+from app.services.lifecycle.look_request import parse_look
+from app.services.lifecycle.manager import RouterManager, RouterRecord
+from app.services.lifecycle.start_prepare import CHANGED, DONE
 from tests.helpers.processes import stop
 from tests.sshd import SshServer, ssh_transport
 

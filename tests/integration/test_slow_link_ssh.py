@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.services.router_api import LINK_ROUND_TRIPS, RouterClient
-from app.services.ssh_transport import SshTransport
+from app.services.router.client import LINK_ROUND_TRIPS, RouterClient
+from app.services.ssh.transport import SshTransport
 from tests.helpers.delay_proxy import DelayProxy
 from tests.sshd import SshServer
 

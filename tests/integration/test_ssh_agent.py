@@ -18,11 +18,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from app.services.errors import TransportError
-from app.services.ssh_agent import RemoteAgent
-from app.services.ssh_agent_script import OUTPUT_LIMIT
-from app.services.ssh_transport import SshTransport
-from app.services.types import Connection
+from app.services.core.errors import TransportError
+from app.services.core.host_types import Connection
+from app.services.ssh.remote_shell import RemoteAgent
+from app.services.ssh.remote_shell_script import OUTPUT_LIMIT
+from app.services.ssh.transport import SshTransport
 from tests.helpers.processes import stop
 from tests.helpers.wait import wait_for
 from tests.sshd import SshServer, ssh_transport

@@ -1,4 +1,4 @@
-"""Public-key auth sent signed at once (app/services/ssh_auth.py), against the real sshd. No mocks."""
+"""Public-key auth sent signed at once (app/services/ssh/asyncssh_auth.py), against the real sshd. No mocks."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.services import ssh_auth
-from app.services.errors import TransportError
+from app.services.core.errors import TransportError
+from app.services.ssh import asyncssh_auth
 from tests.helpers.wait import wait_for
 from tests.sshd import SshServer, ssh_transport
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.ssh
 def test_the_installed_asyncssh_takes_the_signed_first_method() -> None:
     # With an asyncssh whose internals changed, install() declines and every connection pays the query again:
     # this says so instead of the slow link's figures quietly growing back.
-    assert ssh_auth.install()
+    assert asyncssh_auth.install()
 
 
 async def test_the_key_is_signed_at_once_without_asking_first(sshd: SshServer) -> None:

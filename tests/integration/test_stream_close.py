@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from app.services.router_api import RouterClient
-from app.services.types import ModelListEvent
+from app.services.core.router_types import ModelListEvent
+from app.services.router.client import RouterClient
 from tests.helpers.router import RouterProc
 
 

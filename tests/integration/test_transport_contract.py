@@ -16,10 +16,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from app.services.errors import TransportError
-from app.services.local_transport import LocalTransport
-from app.services.proc_start import same_start
-from app.services.transport import Transport
+from app.services.core.errors import TransportError
+from app.services.hosts.local import LocalTransport
+from app.services.hosts.process_start import same_start
+from app.services.hosts.transport import Transport
 from tests.helpers.processes import settled, stop, weird_args
 from tests.helpers.wait import wait_for
 from tests.sshd import SshServer, ssh_transport

@@ -11,8 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from app.services.local_transport import LocalTransport
-from app.services.types import Connection, GpuStats
+from app.services.core.host_types import Connection, GpuStats
+from app.services.hosts.local import LocalTransport
 from tests.helpers.processes import stop
 from tests.helpers.wait import wait_for
 

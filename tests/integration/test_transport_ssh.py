@@ -19,9 +19,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from app.services.errors import HostKeyError, TransportError
-from app.services.ssh_transport import SshTransport
-from app.services.types import Connection, GpuStats
+from app.services.core.errors import HostKeyError, TransportError
+from app.services.core.host_types import Connection, GpuStats
+from app.services.ssh.transport import SshTransport
 from tests.helpers.processes import gone_or_zombie, pending_signals, stop, weird_args
 from tests.helpers.wait import wait_for
 from tests.sshd import SshServer, ssh_transport

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator
 
-from app.services.model_fold import fold_list, fold_status
-from app.services.router_api import RouterClient
-from app.services.types import ModelInfo, ModelListEvent, ModelState, ModelStatusEvent, RouterEvent
-from app.ui.format import vision
+from app.services.core.router_types import ModelInfo, ModelListEvent, ModelState, ModelStatusEvent, RouterEvent
+from app.services.router.client import RouterClient
+from app.services.router.model_fold import fold_list, fold_status
+from app.ui.text.format import vision
 from tests.helpers.router import RouterProc
 
 

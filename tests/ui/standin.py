@@ -14,28 +14,23 @@ from dataclasses import dataclass, field
 from textual.worker import NoActiveWorker, get_current_worker
 
 from app.config import Config
-from app.services.discovery import DiscoveredModel, Discovery
-from app.services.errors import FitUnknown, HerdError
-from app.services.fit_estimate import FitEstimate
-from app.services.preset_store import Edit, PresetPlan, PresetResult, PresetSnapshot
-from app.services.types import (
-    Connection,
+from app.services.core.errors import FitUnknown, HerdError
+from app.services.core.fleet_events import (
     FleetEvent,
-    GpuStats,
-    HostStats,
     HostStatsChanged,
-    LoadProgress,
-    LogLine,
     LogLines,
     MachineChanged,
     MachineView,
-    ModelInfo,
     ModelsChanged,
-    ModelState,
     ModelsUpdated,
-    RouterState,
 )
-from app.ui.fleet_api import NotOffered
+from app.services.core.host_types import Connection, GpuStats, HostStats
+from app.services.core.log_lines import LogLine
+from app.services.core.router_types import LoadProgress, ModelInfo, ModelState, RouterState
+from app.services.files.discovery import DiscoveredModel, Discovery
+from app.services.fit.estimate import FitEstimate
+from app.services.presets.store import Edit, PresetPlan, PresetResult, PresetSnapshot
+from app.ui.state.fleet_protocol import NotOffered
 
 NOW = 1_760_000_000.0  # the frozen clock every snapshot renders at
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import re
 
 from app.config import Config
-from app.services.operator_hands import OperatorHands
-from app.services.types import ModelsChanged, ModelState, Problem
+from app.services.core.fleet_events import ModelsChanged, Problem
+from app.services.core.operator_presence import OperatorHands
+from app.services.core.router_types import ModelState
 from app.ui.app import make_app
-from app.ui.feedback import FAILURE_LINE_MAX, FORGET_AFTER, ActionNotices, one_line_failure
-from app.ui.help import HelpScreen
+from app.ui.dashboard.action_feedback import FAILURE_LINE_MAX, FORGET_AFTER, ActionNotices, one_line_failure
+from app.ui.screens.help import HelpScreen
 from tests.ui.screen import record_notifications, wait_for
 from tests.ui.standin import NOW, demo_fleet, model, workstation_models
 from tests.ui.test_dashboard import SIZE, replace_model

@@ -7,11 +7,12 @@ from __future__ import annotations
 import dataclasses
 
 from app.config import Config
-from app.services.activity import NO_METRICS_HINT, SPARK_POINTS, ModelActivity
-from app.services.activity_poll import ActivityChanged
-from app.services.types import ModelsChanged, ModelState
-from app.ui.activity_cells import SPARK_CELLS, squeeze
+from app.services.activity.metrics import NO_METRICS_HINT, SPARK_POINTS, ModelActivity
+from app.services.activity.poll import ActivityChanged
+from app.services.core.fleet_events import ModelsChanged
+from app.services.core.router_types import ModelState
 from app.ui.app import HerdApp, make_app
+from app.ui.dashboard.activity_cells import SPARK_CELLS, squeeze
 from tests.ui.screen import record_notifications, screen_text, wait_for
 from tests.ui.standin import NOW, demo_fleet, workstation_models
 

@@ -11,7 +11,7 @@ from textual.strip import Strip
 
 from app.config import Config
 from app.ui.app import make_app
-from app.ui.cell_len_fix import _RICH_CACHED, cell_len_ascii_uncached, install
+from app.ui.patches.rich_cell_len import _RICH_CACHED, cell_len_ascii_uncached, install
 from tests.ui.screen import screen_text, wait_for
 from tests.ui.standin import demo_fleet
 from tests.ui.test_log_panel import PanelApp, lines

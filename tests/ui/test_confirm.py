@@ -9,9 +9,9 @@ import pytest
 from textual.pilot import Pilot
 
 from app.config import Config
-from app.services.types import ModelState
+from app.services.core.router_types import ModelState
 from app.ui.app import HerdApp, make_app
-from app.ui.confirm import ConfirmScreen
+from app.ui.screens.confirm import ConfirmScreen
 from tests.ui.screen import wait_for
 from tests.ui.standin import NOW, StandInFleet, demo_fleet, model
 

@@ -13,19 +13,13 @@ from typing import Any
 from textual.widgets import DataTable
 
 from app.config import Config, UiConfig
-from app.services.types import (
-    Connection,
-    LogLine,
-    LogLines,
-    MachineChanged,
-    ModelInfo,
-    ModelsChanged,
-    ModelState,
-    RouterState,
-)
+from app.services.core.fleet_events import LogLines, MachineChanged, ModelsChanged
+from app.services.core.host_types import Connection
+from app.services.core.log_lines import LogLine
+from app.services.core.router_types import ModelInfo, ModelState, RouterState
 from app.ui.app import HerdApp, make_app
-from app.ui.confirm import ConfirmScreen
-from app.ui.help import HelpScreen
+from app.ui.screens.confirm import ConfirmScreen
+from app.ui.screens.help import HelpScreen
 from tests.ui.screen import record_notifications, screen_text, wait_for
 from tests.ui.standin import NOW, StandInFleet, demo_fleet, stats_history, workstation_models
 

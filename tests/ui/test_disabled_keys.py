@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.config import Config
-from app.services.types import RouterState
+from app.services.core.router_types import RouterState
 from app.ui.app import HerdApp, make_app
 from tests.ui.screen import wait_for
 from tests.ui.standin import NOW, StandInFleet, demo_fleet, view

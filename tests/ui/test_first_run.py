@@ -13,13 +13,15 @@ from pathlib import Path
 import pytest
 
 from app.config import Config, MachineConfig
-from app.services.binary import HOW_TO_GET, program_not_found
+from app.services.core.fleet_events import MachineChanged, MachineView
+from app.services.core.host_types import Connection
+from app.services.core.router_types import RouterState
 from app.services.fleet import Fleet
-from app.services.routers import EMPTY_PRESET
-from app.services.types import Connection, MachineChanged, MachineView, RouterState
+from app.services.lifecycle.llama_server_binary import HOW_TO_GET, program_not_found
+from app.services.lifecycle.manager import EMPTY_PRESET
 from app.ui.app import HerdApp, make_app
-from app.ui.machines import FirstRunNotice
-from app.ui.state import HerdState
+from app.ui.dashboard.machines_pane import FirstRunNotice
+from app.ui.state.herd_state import HerdState
 from tests.helpers.herd import Herd
 from tests.ui.screen import record_notifications, screen_text, wait_for
 from tests.ui.standin import NOW, StandInFleet, demo_fleet, view

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from app.config import Config, MachineConfig
-from app.services.fit_capacity import setup_from_args
+from app.services.fit.capacity import setup_from_args
 from app.services.fleet import Fleet
 from app.ui.app import make_app
 from tests.helpers.router import RouterProc

@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from app.services.fit_estimate import FitEstimate, Part
+from app.services.fit.estimate import FitEstimate, Part
 from app.ui.app import HerdApp
-from app.ui.confirm import ConfirmScreen
-from app.ui.fleet_table import fleet_key
+from app.ui.dashboard.fleet_table import fleet_key
+from app.ui.screens.confirm import ConfirmScreen
 from tests.ui.screen import record_notifications, screen_text, wait_for
 from tests.ui.standin import StandInFleet, demo_fleet
 from tests.ui.test_dashboard import SIZE, app_for

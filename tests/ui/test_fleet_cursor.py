@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from app.config import Config
 from app.ui.app import make_app
-from app.ui.fleet_table import fleet_key
+from app.ui.dashboard.fleet_table import fleet_key
 from tests.ui.screen import wait_for
 from tests.ui.standin import NOW, demo_fleet
 

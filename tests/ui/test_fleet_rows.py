@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from app.ui.fleet_table import FleetTable, fleet_key
-from app.ui.format import DIM
-from app.ui.glyphs import glyphs_for
+from app.ui.dashboard.fleet_table import FleetTable, fleet_key
+from app.ui.text.format import DIM
+from app.ui.text.glyphs import glyphs_for
 from tests.ui.standin import workstation_models
 
 

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-from app.services.types import (
-    Connection,
-    HostStats,
-    HostStatsChanged,
-    LoadProgress,
-    MachineChanged,
-    ModelInfo,
-    ModelsChanged,
-    ModelState,
-    Problem,
-    RouterState,
-)
-from app.ui import format as fmt
-from app.ui.glyphs import ASCII, UNICODE, locale_is_utf8, want_ascii
-from app.ui.state import HerdState
-from app.ui.table_rows import CellSpec, diff_rows
+from app.services.core.fleet_events import HostStatsChanged, MachineChanged, ModelsChanged, Problem
+from app.services.core.host_types import Connection, HostStats
+from app.services.core.router_types import LoadProgress, ModelInfo, ModelState, RouterState
+from app.ui.state.herd_state import HerdState
+from app.ui.text import format as fmt
+from app.ui.text.glyphs import ASCII, UNICODE, locale_is_utf8, want_ascii
+from app.ui.widgets.table_rows import CellSpec, diff_rows
 from tests.ui.standin import NOW, view
 
 

@@ -7,11 +7,12 @@ import platform
 import sys
 from collections.abc import Callable
 
-from app.services.types import ModelInfo, ModelsChanged, ModelState
-from app.ui import heap
-from app.ui.heap import BIG_LIST, give_back
+from app.services.core.fleet_events import ModelsChanged
+from app.services.core.router_types import ModelInfo, ModelState
+from app.ui import malloc_trim
 from app.ui.live import LiveFeed
-from app.ui.state import Changes, HerdState
+from app.ui.malloc_trim import BIG_LIST, give_back
+from app.ui.state.herd_state import Changes, HerdState
 
 
 def models(n: int) -> tuple[ModelInfo, ...]:
@@ -38,5 +39,5 @@ def test_a_big_list_painted_is_followed_by_one_trim() -> None:
 
 def test_giving_back_runs_here() -> None:
     glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
-    assert (heap._TRIM is not None) == glibc  # asked for where the C library has it, and only there
+    assert (malloc_trim._TRIM is not None) == glibc  # asked for where the C library has it, and only there
     give_back()

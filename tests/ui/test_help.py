@@ -9,7 +9,7 @@ from textual.widgets import DataTable
 
 from app.config import Config
 from app.ui.app import make_app
-from app.ui.help import HelpScreen
+from app.ui.screens.help import HelpScreen
 from tests.ui.screen import screen_text, wait_for
 from tests.ui.standin import NOW, demo_fleet
 

@@ -1,11 +1,11 @@
-"""HerdApp is what the screens ask of the app (app/ui/herd_api.py): mypy checks the assignment below against the
-Protocol, so a member renamed on one side and not the other fails the lint, not an operator's key press."""
+"""HerdApp is what the screens ask of the app (app/ui/state/app_protocol.py): mypy checks the assignment below against
+the Protocol, so a member renamed on one side and not the other fails the lint, not an operator's key press."""
 
 from __future__ import annotations
 
 from app.config import Config
 from app.ui.app import make_app
-from app.ui.herd_api import HerdApi
+from app.ui.state.app_protocol import HerdApi
 from tests.ui.standin import demo_fleet
 
 

@@ -8,13 +8,13 @@ from pathlib import Path
 from textual.widgets import DataTable, Input
 
 from app.config import Config, MachineConfig
+from app.services.core.fleet_events import Problem
 from app.services.fleet import Fleet
-from app.services.history_recorder import HistoryRecorder
-from app.services.history_store import HistoryRow, HistoryStore
-from app.services.types import Problem
+from app.services.history.recorder import HistoryRecorder
+from app.services.history.store import HistoryRow, HistoryStore
 from app.ui.app import make_app
-from app.ui.failure_history import LINKED_FOR, FailureLink
-from app.ui.history import HistoryScreen, matches
+from app.ui.dashboard.failure_history import LINKED_FOR, FailureLink
+from app.ui.screens.history import HistoryScreen, matches
 from tests.helpers.router import RouterProc
 from tests.ui.screen import record_notifications, screen_text, wait_for
 from tests.ui.standin import NOW, demo_fleet

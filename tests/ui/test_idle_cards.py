@@ -10,8 +10,8 @@ from dataclasses import replace
 from textual.geometry import Region
 
 from app.config import Config
-from app.ui import format as fmt
 from app.ui.app import HerdApp, make_app
+from app.ui.text import format as fmt
 from tests.ui.screen import screen_text, wait_for
 from tests.ui.standin import NOW, demo_fleet
 

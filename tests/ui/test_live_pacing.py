@@ -10,9 +10,9 @@ import dataclasses
 import heapq
 from collections.abc import Callable
 
-from app.services.types import ModelsChanged
+from app.services.core.fleet_events import ModelsChanged
 from app.ui.live import FLUSH_INTERVAL, INPUT_QUIET, MAX_DEFER, TIMER_SLACK, LiveFeed
-from app.ui.state import Changes, HerdState
+from app.ui.state.herd_state import Changes, HerdState
 from tests.ui.standin import workstation_models
 
 

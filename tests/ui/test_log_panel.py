@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 from textual.app import App, ComposeResult
 
-from app.services.logs import LogAttributor, skipped_marker
-from app.services.types import LogLine
-from app.ui.glyphs import UNICODE
-from app.ui.logs import RENDERED_ROWS, LogPanel
+from app.services.core.log_lines import LogLine
+from app.services.logs.parse import LogAttributor, skipped_marker
+from app.ui.dashboard.log_panel import RENDERED_ROWS, LogPanel
+from app.ui.text.glyphs import UNICODE
 from tests.ui.screen import screen_text, wait_for
 
 

@@ -8,11 +8,12 @@ import dataclasses
 from typing import Any
 
 from app.config import Config
-from app.services.types import ModelInfo, ModelsChanged, ModelState, ModelsUpdated
+from app.services.core.fleet_events import ModelsChanged, ModelsUpdated
+from app.services.core.router_types import ModelInfo, ModelState
 from app.ui.app import HerdApp, make_app
-from app.ui.fleet_table import fleet_key
-from app.ui.models import KeyedTable
-from app.ui.state import HerdState
+from app.ui.dashboard.fleet_table import fleet_key
+from app.ui.dashboard.model_table import KeyedTable
+from app.ui.state.herd_state import HerdState
 from tests.ui.screen import screen_text, wait_for
 from tests.ui.standin import NOW, demo_fleet, workstation_models
 

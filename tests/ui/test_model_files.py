@@ -16,8 +16,8 @@ from textual.widgets import DataTable, Static
 
 from app.config import Config, MachineConfig
 from app.services.fleet import Fleet
-from app.services.preset_store import PresetResult
-from app.ui.model_files import NO_DIRS, ModelFilesScreen
+from app.services.presets.store import PresetResult
+from app.ui.screens.model_files import NO_DIRS, ModelFilesScreen
 from tests.helpers.herd import Herd
 from tests.helpers.router import preset_text
 from tests.ui.screen import screen_text, wait_for

@@ -8,9 +8,10 @@ import dataclasses
 from typing import Any
 
 from app.config import Config
-from app.services.types import LoadProgress, ModelInfo, ModelsChanged, ModelState
+from app.services.core.fleet_events import ModelsChanged
+from app.services.core.router_types import LoadProgress, ModelInfo, ModelState
 from app.ui.app import HerdApp, make_app
-from app.ui.models import KeyedTable
+from app.ui.dashboard.model_table import KeyedTable
 from tests.ui.screen import screen_text, wait_for
 from tests.ui.standin import NOW, demo_fleet, workstation_models
 

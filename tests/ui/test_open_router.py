@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from app.config import Config
-from app.services.types import MachineChanged
+from app.services.core.fleet_events import MachineChanged
 from app.ui.app import make_app
 from tests.ui.screen import screen_text, wait_for
 from tests.ui.standin import NOW, demo_fleet

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from app.config import Config, MachineConfig
+from app.services.core.router_types import RouterState
 from app.services.fleet import Fleet
-from app.services.types import RouterState
 from app.ui.app import HerdApp, make_app
-from app.ui.confirm import ConfirmScreen
-from app.ui.machines import MachineCard
+from app.ui.dashboard.machines_pane import MachineCard
+from app.ui.screens.confirm import ConfirmScreen
 from tests.helpers.herd import Herd
 from tests.helpers.router import RouterProc, preset_text
 from tests.ui.screen import record_notifications, screen_text, wait_for

@@ -19,13 +19,13 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from app.config import Config, MachineConfig
+from app.services.core.router_types import ModelInfo
 from app.services.fleet import Fleet
-from app.services.loading import ensure_loaded
-from app.services.preset_store import PresetResult
-from app.services.presets import PresetDoc
-from app.services.types import ModelInfo
-from app.ui.confirm import ConfirmScreen
-from app.ui.preset_form import PresetForm
+from app.services.presets.ini_text import PresetDoc
+from app.services.presets.store import PresetResult
+from app.services.router.load_and_wait import ensure_loaded
+from app.ui.screens.confirm import ConfirmScreen
+from app.ui.screens.preset_form import PresetForm
 from tests.helpers import wait
 from tests.helpers.herd import Herd
 from tests.helpers.router import preset_text

@@ -9,7 +9,7 @@ from textual.widgets._footer import FooterKey
 
 from app.config import Config
 from app.ui.app import make_app
-from app.ui.footer import QuietFooter, shown_keys
+from app.ui.dashboard.footer import QuietFooter, shown_keys
 from tests.ui.screen import wait_for
 from tests.ui.standin import demo_fleet
 

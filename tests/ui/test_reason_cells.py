@@ -7,11 +7,11 @@ import time
 from pathlib import Path
 
 from app.config import Config
-from app.services.history_last import LastChanges
-from app.services.history_store import HistoryRow, HistoryStore
-from app.services.types import ModelState
+from app.services.core.router_types import ModelState
+from app.services.history.last_change import LastChanges
+from app.services.history.store import HistoryRow, HistoryStore
 from app.ui.app import make_app
-from app.ui.reason_cells import reason_note, reason_notes
+from app.ui.dashboard.reason_cells import reason_note, reason_notes
 from tests.ui.screen import wait_for
 from tests.ui.standin import NOW, demo_fleet, model
 

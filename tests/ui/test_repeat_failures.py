@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from app.config import Config
-from app.services.types import Problem
-from app.ui import dashboard
+from app.services.core.fleet_events import Problem
 from app.ui.app import make_app
-from app.ui.repeat_failures import MAX_KEPT, QUIET_SECONDS, RepeatedFailures
+from app.ui.dashboard import screen as dashboard_screen
+from app.ui.dashboard.repeat_failures import MAX_KEPT, QUIET_SECONDS, RepeatedFailures
 from tests.helpers.clock import SteppedClock
 from tests.ui.screen import record_notifications, wait_for
 from tests.ui.standin import NOW, demo_fleet
@@ -41,7 +41,7 @@ async def test_a_repeated_failure_is_toasted_once_until_the_operator_loads_it_ag
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The same message within a few seconds is one toast anyway (raised and announced): not what is tested here.
-    monkeypatch.setattr(dashboard, "ERROR_DEDUP_SECONDS", 0.0)
+    monkeypatch.setattr(dashboard_screen, "ERROR_DEDUP_SECONDS", 0.0)
     fleet = demo_fleet()
     app = make_app(Config(), fleet, frozen_time=NOW)
     seen = record_notifications(app)

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from textual.app import App, ComposeResult
 
-from app.services.types import ModelInfo, ModelState
-from app.ui.glyphs import glyphs_for
-from app.ui.models import ModelTable
+from app.services.core.router_types import ModelInfo, ModelState
+from app.ui.dashboard.model_table import ModelTable
+from app.ui.text.glyphs import glyphs_for
 from scripts.screenshots import FILES
 from tests.helpers.herd import Herd
 

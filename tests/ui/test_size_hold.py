@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from app.config import Config
-from app.services.types import LoadProgress, ModelInfo, ModelsChanged, ModelState, Problem
-from app.ui import size_hold
+from app.services.core.fleet_events import ModelsChanged, Problem
+from app.services.core.router_types import LoadProgress, ModelInfo, ModelState
 from app.ui.app import HerdApp, make_app
-from app.ui.machines import MachineCard
-from app.ui.size_hold import SizeHold, table_width
+from app.ui.dashboard.machines_pane import MachineCard
+from app.ui.widgets import sticky_sizes
+from app.ui.widgets.sticky_sizes import SizeHold, table_width
 from tests.helpers.clock import SteppedClock
 from tests.ui.screen import wait_for
 from tests.ui.standin import NOW, StandInFleet, demo_fleet
@@ -24,17 +25,17 @@ def test_a_column_is_held_then_narrows_and_never_past_the_room() -> None:
     assert hold.widths([5, 20], room=100) == [5, 20]  # wider: at once
     clock.t += 1
     assert hold.widths([5, 10], room=100) == [5, 20]  # narrower: held
-    assert hold.due_in() == pytest.approx(size_hold.HOLD_SECONDS - 1)
+    assert hold.due_in() == pytest.approx(sticky_sizes.HOLD_SECONDS - 1)
     clock.t += 5
     assert hold.widths([5, 20], room=100) == [5, 20]  # needed again: held from now
-    assert hold.due_in() == pytest.approx(size_hold.HOLD_SECONDS)
+    assert hold.due_in() == pytest.approx(sticky_sizes.HOLD_SECONDS)
     assert hold.widths([5, 10], room=table_width([5, 20]) - 1) == [5, 10]  # the held width does not fit: at once
     assert hold.reset([3, 3]) == [3, 3]
 
 
 def gemma_loaded(monkeypatch: pytest.MonkeyPatch) -> tuple[HerdApp, StandInFleet, tuple[ModelInfo, ...]]:
     """The demo's workstation with gemma loaded, and a hold of 1 s."""
-    monkeypatch.setattr(size_hold, "HOLD_SECONDS", 1.0)
+    monkeypatch.setattr(sticky_sizes, "HOLD_SECONDS", 1.0)
     fleet = demo_fleet()
     loaded = with_gemma(state=ModelState.LOADED, progress=None)
     fleet.model_lists["workstation"] = loaded

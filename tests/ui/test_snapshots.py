@@ -11,7 +11,7 @@ import pytest
 from textual.pilot import Pilot
 
 from app.config import Config
-from app.services.types import Problem
+from app.services.core.fleet_events import Problem
 from app.ui.app import HerdApp, make_app
 from tests.ui.screen import wait_for
 from tests.ui.standin import NOW, StandInFleet, demo_fleet

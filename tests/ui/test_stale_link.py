@@ -8,7 +8,8 @@ import dataclasses
 from rich.text import Text
 
 from app.config import Config
-from app.services.types import Connection, MachineChanged
+from app.services.core.fleet_events import MachineChanged
+from app.services.core.host_types import Connection
 from app.ui.app import HerdApp, make_app
 from tests.ui.screen import screen_text, wait_for
 from tests.ui.standin import NOW, demo_fleet, stats_history

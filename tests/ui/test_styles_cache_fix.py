@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 from app.config import Config
 from app.ui.app import make_app
-from app.ui.styles_cache_fix import INNER_OUTER_ENTRIES, inner_outer
+from app.ui.patches.textual_styles_cache import INNER_OUTER_ENTRIES, inner_outer
 from tests.ui.screen import wait_for
 from tests.ui.standin import demo_fleet
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from app.config import Config
 from app.ui.app import make_app
-from app.ui.models import KeyedTable
+from app.ui.dashboard.model_table import KeyedTable
 from tests.ui.screen import wait_for
 from tests.ui.standin import demo_fleet
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from app.config import Config
-from app.services.types import ModelsChanged, ModelState
+from app.services.core.fleet_events import ModelsChanged
+from app.services.core.router_types import ModelState
 from app.ui.app import make_app
 from tests.ui.screen import screen_text, wait_for
 from tests.ui.standin import demo_fleet, workstation_models

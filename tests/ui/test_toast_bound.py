@@ -8,7 +8,7 @@ from textual.widgets._toast import Toast, ToastHolder
 
 from app.config import Config
 from app.ui.app import make_app
-from app.ui.toast_bound import MAX_TOASTS, beyond_bound
+from app.ui.patches.toast_bound import MAX_TOASTS, beyond_bound
 from tests.ui.screen import wait_for
 from tests.ui.standin import demo_fleet
 

@@ -11,7 +11,7 @@ from textual.widgets._footer import FooterKey
 
 from app.config import Config
 from app.ui.app import make_app
-from app.ui.footer import QuietFooter
+from app.ui.dashboard.footer import QuietFooter
 from tests.ui.screen import wait_for
 from tests.ui.standin import demo_fleet
 
@@ -47,8 +47,8 @@ async def test_table_render_caches_stay_within_their_bounds() -> None:
     """Each drawn line is cached under its row's position: rows that come and go leave entries never hit again."""
     import dataclasses
 
-    from app.services.types import ModelsChanged
-    from app.ui.vtable import LINE_RENDERS
+    from app.services.core.fleet_events import ModelsChanged
+    from app.ui.widgets.virtual_table import LINE_RENDERS
     from tests.ui.standin import workstation_models
 
     fleet = demo_fleet()

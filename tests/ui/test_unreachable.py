@@ -9,7 +9,8 @@ import dataclasses
 import pytest
 
 from app.config import Config
-from app.services.types import Connection, MachineChanged
+from app.services.core.fleet_events import MachineChanged
+from app.services.core.host_types import Connection
 from app.ui.app import HerdApp, make_app
 from tests.ui.screen import record_notifications, screen_text, wait_for
 from tests.ui.standin import NOW, StandInFleet, demo_fleet

@@ -7,8 +7,8 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
-from app.ui.table_rows import CellSpec, Col, Row, width_of
-from app.ui.vtable import CELL_RENDERS, LINE_RENDERS, VirtualTable
+from app.ui.widgets.table_rows import CellSpec, Col, Row, width_of
+from app.ui.widgets.virtual_table import CELL_RENDERS, LINE_RENDERS, VirtualTable
 from tests.ui.screen import wait_for
 
 COLS = (Col("model", "model"), Col("status", "status"), Col("size", "size"))

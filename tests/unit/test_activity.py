@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from app.services.activity import (
+from app.services.activity.metrics import (
     MAX_METRIC_LINE,
     MAX_METRIC_LINES,
     SPARK_POINTS,

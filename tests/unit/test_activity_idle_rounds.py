@@ -7,8 +7,8 @@ from __future__ import annotations
 import socket
 import threading
 
-from app.services.activity_poll import IDLE_ROUNDS, ActivityPoller, Target
-from app.services.router_api import RouterClient
+from app.services.activity.poll import IDLE_ROUNDS, ActivityPoller, Target
+from app.services.router.client import RouterClient
 from tests.faults import hostile_http as H
 
 

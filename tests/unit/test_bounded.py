@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from app.services.bounded import MAX_SSE_LINE, LineSplitter, log_text, sse_payloads
-from app.services.errors import AnswerTooBig
+from app.services.core.bounded import MAX_SSE_LINE, LineSplitter, log_text, sse_payloads
+from app.services.core.errors import AnswerTooBig
 
 
 def test_lines_split_across_chunks_and_crlf() -> None:

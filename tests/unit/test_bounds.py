@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from app.config import Config, MachineConfig
+from app.services.core.fleet_events import LogLines, ModelsChanged
+from app.services.core.log_lines import LogLine
 from app.services.fleet import LOG_BACKLOG, MACHINE_LOG_LINES, Fleet
-from app.services.types import LogLine, LogLines, ModelsChanged
 
 
 def line(i: int) -> LogLine:

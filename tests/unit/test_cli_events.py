@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from app.cli.output import EventLines
-from app.services.types import (
+from app.services.core.router_types import (
     ModelInfo,
     ModelListEvent,
     ModelsReloadEvent,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from app.cli.machine_cmds import already_stopped
-from app.services.routers import RouterRecord, RouterStatus
-from app.services.types import RouterState
+from app.services.core.router_types import RouterState
+from app.services.lifecycle.manager import RouterRecord, RouterStatus
 
 REC = RouterRecord(pid=1305, start_time=1.0, port=8080, program="llama-server", preset="m.ini", log="r.log",
                    state=RouterState.STOPPING, stopped_at=1_000_000.0)  # fmt: skip

@@ -7,7 +7,7 @@ import asyncio
 
 from app.config import Config
 from app.demo import MACHINES, Traffic
-from app.services.operator_hands import HANDS_OFF_SECONDS, OperatorHands
+from app.services.core.operator_presence import HANDS_OFF_SECONDS, OperatorHands
 from tests.helpers.wait import wait_for
 
 

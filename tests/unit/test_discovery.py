@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from app.services.discovery import DiscoveredModel, classify, section_for, stem
-from app.services.gguf_header import GgufHeader
-from app.services.types import FileInfo
+from app.services.core.host_types import FileInfo
+from app.services.files.discovery import DiscoveredModel, classify, section_for, stem
+from app.services.files.gguf_header import GgufHeader
 
 
 def files(*specs: tuple[str, int]) -> list[FileInfo]:

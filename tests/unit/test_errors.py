@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from app.cli.wording import say
-from app.services.binary import HOW_TO_GET, program_not_found
-from app.services.errors import PresetError, ProgramNotFound, RouterNotRunning, SectionExists
-from app.services.preset_fields import FIELDS_BY_KEY, validate_key, validate_value
-from app.services.preset_sections import apply_form, validate_mapping
-from app.services.preset_store import add_section
-from app.services.presets import PresetDoc
+from app.services.core.errors import PresetError, ProgramNotFound, RouterNotRunning, SectionExists
+from app.services.lifecycle.llama_server_binary import HOW_TO_GET, program_not_found
+from app.services.presets.fields import FIELDS_BY_KEY, validate_key, validate_value
+from app.services.presets.ini_text import PresetDoc
+from app.services.presets.sections import apply_form, validate_mapping
+from app.services.presets.store import add_section
 
 
 def test_a_refused_value_names_its_field_and_the_key_as_written() -> None:

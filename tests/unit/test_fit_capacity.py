@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-from app.services.fit_capacity import (
-    capacity,
-    eviction,
-    load_hint,
-    setup_from_args,
-    shard_paths,
-    summary,
-    verdict,
-)
-from app.services.fit_estimate import FitEstimate, Part
-from app.services.types import GpuStats, HostStats, ModelInfo, ModelState
+from app.services.core.host_types import GpuStats, HostStats
+from app.services.core.router_types import ModelInfo, ModelState
+from app.services.fit.capacity import capacity, eviction, load_hint, setup_from_args, shard_paths, summary, verdict
+from app.services.fit.estimate import FitEstimate, Part
 
 GB = 10**9
 

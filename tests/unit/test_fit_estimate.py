@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.services.fit_estimate import FitInputError, FitSettings, estimate
-from app.services.gguf_header import GgufHeader, GgufValue, SkippedArray
+from app.services.files.gguf_header import GgufHeader, GgufValue, SkippedArray
+from app.services.fit.estimate import FitInputError, FitSettings, estimate
 
 MIB = 1 << 20
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from app.services.fit_capacity import capacity, verdict
-from app.services.fit_estimate import FitEstimate, Part
-from app.services.probes import parse_nvidia_smi
-from app.services.types import HostStats
+from app.services.core.host_types import HostStats
+from app.services.fit.capacity import capacity, verdict
+from app.services.fit.estimate import FitEstimate, Part
+from app.services.hosts.proc_probes import parse_nvidia_smi
 
 DATA = Path(__file__).parent.parent / "data" / "nvidia_smi"
 MIB = 1 << 20

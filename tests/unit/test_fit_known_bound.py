@@ -4,7 +4,7 @@ asked for a new estimate each time)."""
 
 from __future__ import annotations
 
-from app.ui.fit_view import FitAdvisor, Known, fit_args
+from app.ui.dashboard.fit_verdicts import FitAdvisor, Known, fit_args
 
 
 def test_the_port_is_not_part_of_a_models_settings() -> None:

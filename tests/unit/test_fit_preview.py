@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.services.fit_preview import file_line, preview
-from app.services.types import ModelState
+from app.services.core.router_types import ModelState
+from app.services.fit.preview import file_line, preview
 from tests.unit.test_fit_capacity import est, m, stats
 
 GIB = 1 << 30

@@ -9,7 +9,7 @@ import gguf
 import numpy as np
 import pytest
 
-from app.services.gguf_header import GgufFormatError, SkippedArray, parse_gguf_header
+from app.services.files.gguf_header import GgufFormatError, SkippedArray, parse_gguf_header
 
 
 def write_gguf(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.services.history_last import MAX_PER_MACHINE, LastChanges
-from app.services.history_store import HistoryRow
+from app.services.history.last_change import MAX_PER_MACHINE, LastChanges
+from app.services.history.store import HistoryRow
 
 
 def row(t: float, model: str, machine: str = "m") -> HistoryRow:

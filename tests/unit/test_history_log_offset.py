@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from app.services.bounded import MAX_LOG_LINE
-from app.services.history_backfill import _READ
-from app.services.history_reasons import LOG_PATTERN
-from app.services.log_matches import TAIL_WINDOW, read_matches
+from app.services.core.bounded import MAX_LOG_LINE
+from app.services.history.backfill import _READ
+from app.services.history.log_readback import TAIL_WINDOW, read_matches
+from app.services.history.reasons import LOG_PATTERN
 
 Reader = Callable[[Path, int, int, str, int, int], bytes]
 

@@ -3,8 +3,8 @@ two loads with --models-max 1, an unload, a preset edit, and a kill -9 of a chil
 
 from __future__ import annotations
 
-from app.services.history_reasons import current_run, rel_us, transitions
-from app.services.logs import LogAttributor
+from app.services.history.reasons import current_run, rel_us, transitions
+from app.services.logs.parse import LogAttributor
 
 REAL = """\
 0.00.002.263 I srv  llama_server: initializing ...
@@ -101,7 +101,7 @@ def test_a_spawn_written_before_the_victims_exit_line_still_names_it() -> None:
 
 
 def test_lines_fed_a_little_at_a_time_give_what_one_read_of_all_gives() -> None:
-    from app.services.history_reasons import run_reasons
+    from app.services.history.reasons import run_reasons
 
     whole = transitions(REAL)
     for cut in range(1, len(REAL) + 1):  # the first line starts the run
@@ -117,7 +117,7 @@ def test_lines_fed_a_little_at_a_time_give_what_one_read_of_all_gives() -> None:
 
 
 def test_lines_of_another_run_are_not_fed_onto_the_last_one() -> None:
-    from app.services.history_reasons import run_reasons
+    from app.services.history.reasons import run_reasons
 
     parser, _ = run_reasons(REAL)
     assert parser.feed_more(["0.00.001.000 I srv  llama_server: initializing ..."]) is None

@@ -7,11 +7,13 @@ import dataclasses
 from pathlib import Path
 
 from app.config import load_config
+from app.services.core.fleet_events import MachineChanged, MachineView, ModelsChanged
+from app.services.core.host_types import Connection
+from app.services.core.router_types import ModelInfo, ModelState
+from app.services.core.router_types import RouterState as RS
 from app.services.fleet import Fleet
-from app.services.history_recorder import HistoryRecorder
-from app.services.history_store import HistoryStore
-from app.services.types import Connection, MachineChanged, MachineView, ModelInfo, ModelsChanged, ModelState
-from app.services.types import RouterState as RS
+from app.services.history.recorder import HistoryRecorder
+from app.services.history.store import HistoryStore
 
 
 async def test_router_and_machine_transitions_with_reasons(tmp_path: Path) -> None:

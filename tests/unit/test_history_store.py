@@ -17,8 +17,8 @@ import pytest
 
 from app.cli.history_main import is_history
 from app.cli.history_main import main as history_main
-from app.services import history_store
-from app.services.history_store import PAGE_CACHE_KIB, HistoryRow, HistoryStore
+from app.services.history import store as history_store
+from app.services.history.store import PAGE_CACHE_KIB, HistoryRow, HistoryStore
 
 
 def row(t: float, model: str = "alpha", to: str = "unloaded", key: str = "", detail: str = "") -> HistoryRow:
@@ -199,7 +199,7 @@ async def test_history_json_through_the_command_line(tmp_path: Path, monkeypatch
 def test_the_default_path_is_in_the_state_directory_transport_names(
     xdg: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.services.transport import STATE_DIR_TEMPLATE, expand_template
+    from app.services.hosts.transport import STATE_DIR_TEMPLATE, expand_template
 
     if xdg is None:
         monkeypatch.delenv("XDG_STATE_HOME", raising=False)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.services.last_lines import LAST_LINES_SCRIPT, read_last_lines, split_output
-from app.services.local_transport import LocalTransport
+from app.services.hosts.last_lines import LAST_LINES_SCRIPT, read_last_lines, split_output
+from app.services.hosts.local import LocalTransport
 
 SHAPES = {
     "empty": b"",

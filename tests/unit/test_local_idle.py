@@ -11,8 +11,8 @@ from typing import cast
 
 import pytest
 
-from app.services import local_transport
-from app.services.local_transport import TAIL_FIRST, TAIL_IDLE_CAP, LocalTransport
+from app.services.hosts import local as local_transport
+from app.services.hosts.local import TAIL_FIRST, TAIL_IDLE_CAP, LocalTransport
 
 
 async def test_a_quiet_log_is_polled_ever_more_slowly_and_promptly_again_after_a_line(

@@ -9,9 +9,9 @@ from collections import deque
 
 import pytest
 
-from app.services.log_scrollback import CHUNK, DECODED_CHUNKS, Scrollback, summary
-from app.services.logs import LogAttributor, skipped_marker
-from app.services.types import LogLine
+from app.services.core.log_lines import LogLine
+from app.services.logs.parse import LogAttributor, skipped_marker
+from app.services.logs.scrollback import CHUNK, DECODED_CHUNKS, Scrollback, summary
 
 SHAPES = (
     "{t} I srv          load: spawning server instance with name=model-{m} on port {port}",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import tracemalloc
 
-from app.services import logs as logs_mod
-from app.services import types as types_mod
-from app.services.log_window import LogWindow
-from app.services.logs import LogAttributor
-from app.services.types import LogLine
+from app.services.core import log_lines as log_lines_mod
+from app.services.core.log_lines import LogLine
+from app.services.logs import parse as logs_mod
+from app.services.logs.parse import LogAttributor
+from app.services.logs.window import LogWindow
 
 
 def srv(i: int) -> str:
@@ -106,8 +106,8 @@ def test_the_shared_ints_stay_bounded_whatever_ports_and_places_a_log_prints() -
     lines = [att.parse(f"[{20000 + k}] 0.00.001.002 I x") for k in range(3 * logs_mod.PORT_INTS)]
     assert len(att._port_ints) <= logs_mod.PORT_INTS
     assert lines[-1].port == 20000 + 3 * logs_mod.PORT_INTS - 1
-    for k in range(2 * types_mod.PACKED_KEPT):  # as many (place, length) pairs
+    for k in range(2 * log_lines_mod.PACKED_KEPT):  # as many (place, length) pairs
         t = "1" * (k % 255 + 1)
         assert LogLine(raw="x" * (k // 255) + t + " y", text="y", time=t).time == t
-    assert len(types_mod.packed_ints) <= types_mod.PACKED_KEPT
+    assert len(log_lines_mod.packed_ints) <= log_lines_mod.PACKED_KEPT
     assert LogLine(raw="ab0.00.001.002 z", text="z", time="0.00.001.002").time == "0.00.001.002"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.services.logs import LogAttributor, model_lines, parse_lines
-from app.services.types import ModelInfo, ModelState
+from app.services.core.router_types import ModelInfo, ModelState
+from app.services.logs.parse import LogAttributor, model_lines, parse_lines
 
 REAL = """\
 0.00.006.473 I srv  llama_server: starting server in router mode. models will be automatically loaded on-demand

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from app.config import MachineConfig
-from app.services import machine as machine_mod
-from app.services.machine import Machine
+from app.services.machine import machine as machine_mod
+from app.services.machine.machine import Machine
 
 
 async def test_close_does_not_wait_for_ever_on_a_follower_that_will_not_end(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from app.services.model_fold import first_sight, fold_list, fold_router_gone, fold_status
-from app.services.routers import RouterRecord
-from app.services.types import LoadProgress, ModelInfo, ModelState, ModelStatusEvent, RouterState
+from app.services.core.router_types import LoadProgress, ModelInfo, ModelState, ModelStatusEvent, RouterState
+from app.services.lifecycle.manager import RouterRecord
+from app.services.router.model_fold import first_sight, fold_list, fold_router_gone, fold_status
 
 PROGRESS = LoadProgress(stages=("load",), current="load", value=0.5)
 

@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
-from app.services.errors import PresetError
-from app.services.help_keys import known_keys_from_help
-from app.services.preset_fields import (
+from app.services.core.errors import PresetError
+from app.services.presets.accepted_keys import known_keys_from_help
+from app.services.presets.fields import (
     FIELDS,
     FIELDS_BY_KEY,
     OFF,
@@ -19,7 +19,8 @@ from app.services.preset_fields import (
     validate_section_name,
     validate_value,
 )
-from app.services.preset_sections import (
+from app.services.presets.ini_text import PresetDoc
+from app.services.presets.sections import (
     apply_form,
     initial_values,
     mtp_default,
@@ -27,7 +28,6 @@ from app.services.preset_sections import (
     resolve_mmproj,
     validate_mapping,
 )
-from app.services.presets import PresetDoc
 
 HELP_EXCERPT = """\
 ----- common params -----

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.services.errors import PresetError
-from app.services.preset_diff import changed_sections, unified_diff
-from app.services.presets import (
+from app.services.core.errors import PresetError
+from app.services.presets.diff import changed_sections, unified_diff
+from app.services.presets.ini_text import (
     DEFAULT_SECTION,
     GLOBAL_SECTION,
     LineKind,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.services.preset_diff import changed_sections
-from app.services.presets import DEFAULT_SECTION, LineKind, PresetDoc, normalise_value
+from app.services.presets.diff import changed_sections
+from app.services.presets.ini_text import DEFAULT_SECTION, LineKind, PresetDoc, normalise_value
 
 SECTION_NAMES = ["*", "default", "gemma", "qwen", "org/repo:Q4_K_M", "a b", "m.1", "x"]
 KEYS = ["model", "ctx-size", "c", "n-gpu-layers", "alias", "tags", "mmproj", "future-key", "LLAMA_ARG_X", "_k", "a.b"]

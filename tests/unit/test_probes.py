@@ -6,16 +6,10 @@ import random
 
 import pytest
 
-from app.services import probes
-from app.services.proc_start import same_start
-from app.services.transport import (
-    PORT_RANGE,
-    SPAWN_SCRIPT,
-    expand_template,
-    pick_free_port,
-    spawn_args,
-)
-from app.services.types import GpuStats
+from app.services.core.host_types import GpuStats
+from app.services.hosts import proc_probes
+from app.services.hosts.process_start import same_start
+from app.services.hosts.transport import PORT_RANGE, SPAWN_SCRIPT, expand_template, pick_free_port, spawn_args
 
 PROC_STAT_1 = """cpu  100 5 50 800 20 3 2 10 7 0
 cpu0 50 2 25 400 10 1 1 5 3 0
@@ -38,32 +32,32 @@ HugePages_Total:       0
 
 
 def test_proc_stat_and_cpu_percent() -> None:
-    a = probes.parse_proc_stat(PROC_STAT_1)
-    b = probes.parse_proc_stat(PROC_STAT_2)
+    a = proc_probes.parse_proc_stat(PROC_STAT_1)
+    b = proc_probes.parse_proc_stat(PROC_STAT_2)
     # guest (7, 9) is already inside user and must not be counted twice
-    assert a == probes.CpuSample(100 + 5 + 50 + 800 + 20 + 3 + 2 + 10, 820)
-    assert probes.cpu_percent(None, a) == 0.0
+    assert a == proc_probes.CpuSample(100 + 5 + 50 + 800 + 20 + 3 + 2 + 10, 820)
+    assert proc_probes.cpu_percent(None, a) == 0.0
     # delta total 200, delta idle (idle+iowait) 120 -> 40 % busy
-    assert probes.cpu_percent(a, b) == 40.0
-    assert probes.cpu_percent(b, b) == 0.0
-    assert probes.parse_btime(PROC_STAT_1) == 1700000000
+    assert proc_probes.cpu_percent(a, b) == 40.0
+    assert proc_probes.cpu_percent(b, b) == 0.0
+    assert proc_probes.parse_btime(PROC_STAT_1) == 1700000000
 
 
 def test_proc_stat_without_cpu_line() -> None:
     with pytest.raises(ValueError):
-        probes.parse_proc_stat("intr 1\n")
+        proc_probes.parse_proc_stat("intr 1\n")
 
 
 def test_meminfo_used_is_total_minus_available() -> None:
-    assert probes.parse_meminfo(MEMINFO) == ((16000000 - 6000000) * 1024, 16000000 * 1024)
+    assert proc_probes.parse_meminfo(MEMINFO) == ((16000000 - 6000000) * 1024, 16000000 * 1024)
     old = "MemTotal: 1000 kB\nMemFree: 100 kB\nBuffers: 50 kB\nCached: 250 kB\n"
-    assert probes.parse_meminfo(old) == (600 * 1024, 1000 * 1024)
+    assert proc_probes.parse_meminfo(old) == (600 * 1024, 1000 * 1024)
 
 
 def test_loadavg() -> None:
-    assert probes.parse_loadavg("0.52 1.25 2.00 3/812 12345\n") == (0.52, 1.25, 2.0)
+    assert proc_probes.parse_loadavg("0.52 1.25 2.00 3/812 12345\n") == (0.52, 1.25, 2.0)
     with pytest.raises(ValueError):
-        probes.parse_loadavg("")
+        proc_probes.parse_loadavg("")
 
 
 def test_nvidia_smi() -> None:
@@ -74,12 +68,12 @@ def test_nvidia_smi() -> None:
         "Odd, Name, With Commas, 5, 10, 0\n"
         "garbage\n"
     )
-    assert probes.parse_nvidia_smi(text) == (
+    assert proc_probes.parse_nvidia_smi(text) == (
         GpuStats("NVIDIA GeForce RTX 4090", 20480.0, 24564.0, 97.0),
         GpuStats("NVIDIA A100-SXM4-80GB", 1.0, 81920.0, 0.0),
         GpuStats("Odd, Name, With Commas", 5.0, 10.0, 0.0),
     )
-    assert probes.parse_nvidia_smi("") == ()
+    assert proc_probes.parse_nvidia_smi("") == ()
 
 
 def _stat(pid: int, ppid: int, rss: int, comm: str | None = None, start: int = 100, state: str = "S") -> str:
@@ -89,23 +83,23 @@ def _stat(pid: int, ppid: int, rss: int, comm: str | None = None, start: int = 1
 
 
 def test_pid_stat_with_awkward_comm() -> None:
-    st = probes.parse_pid_stat(_stat(4242, 1, 55, comm="my (odd) name", start=12345, state="Z"))
-    assert st == probes.PidStat(4242, "my (odd) name", "Z", 1, 12345, 55)
-    assert probes.start_time(12345, 100, 1700000000) == 1700000123.45
+    st = proc_probes.parse_pid_stat(_stat(4242, 1, 55, comm="my (odd) name", start=12345, state="Z"))
+    assert st == proc_probes.PidStat(4242, "my (odd) name", "Z", 1, 12345, 55)
+    assert proc_probes.start_time(12345, 100, 1700000000) == 1700000123.45
     with pytest.raises(ValueError):
-        probes.parse_pid_stat("no parens here")
+        proc_probes.parse_pid_stat("no parens here")
     with pytest.raises(ValueError):
-        probes.parse_pid_stat("1 (short) S 0 0")
+        proc_probes.parse_pid_stat("1 (short) S 0 0")
 
 
 def test_tree_rss() -> None:
     text = "\n".join([_stat(1, 0, 10), _stat(10, 1, 100), _stat(11, 10, 5), _stat(12, 11, 1), _stat(20, 1, 999)])
     text += "\nbroken line\n"
-    stats = probes.parse_pid_stats(text)
+    stats = proc_probes.parse_pid_stats(text)
     assert len(stats) == 5
-    assert probes.tree_rss(stats, 10, 4096) == (100 + 5 + 1) * 4096
-    assert probes.tree_rss(stats, 12, 4096) == 4096
-    assert probes.tree_rss(stats, 999, 4096) is None
+    assert proc_probes.tree_rss(stats, 10, 4096) == (100 + 5 + 1) * 4096
+    assert proc_probes.tree_rss(stats, 12, 4096) == 4096
+    assert proc_probes.tree_rss(stats, 999, 4096) is None
 
 
 def test_proc_net_tcp_ports() -> None:
@@ -115,7 +109,7 @@ def test_proc_net_tcp_ports() -> None:
         "   1: 00000000:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0 0 2 1\n"
         "   0: 00000000000000000000000001000000:C350 00000000000000000000000000000000:0000 0A 0\n"
     )
-    assert probes.parse_proc_net_tcp(text) == {8080, 22, 50000}
+    assert proc_probes.parse_proc_net_tcp(text) == {8080, 22, 50000}
 
 
 def test_pick_free_port_avoids_used() -> None:
@@ -129,18 +123,18 @@ def test_host_probe_sections() -> None:
         "@@llamaherd:stat\n" + PROC_STAT_1 + "@@llamaherd:meminfo\n" + MEMINFO + "@@llamaherd:loadavg\n"
         "1.00 2.00 3.00 1/2 3\n@@llamaherd:gpu\nFake GPU, 1024, 8192, 37\n"
     )
-    p = probes.parse_host_probe(text)
-    assert p.cpu == probes.parse_proc_stat(PROC_STAT_1)
+    p = proc_probes.parse_host_probe(text)
+    assert p.cpu == proc_probes.parse_proc_stat(PROC_STAT_1)
     assert p.mem_total == 16000000 * 1024
     assert p.load_avg == (1.0, 2.0, 3.0)
     assert p.gpus == (GpuStats("Fake GPU", 1024.0, 8192.0, 37.0),)
     no_gpu = text.split("@@llamaherd:gpu")[0]
-    assert probes.parse_host_probe(no_gpu).gpus == ()
+    assert proc_probes.parse_host_probe(no_gpu).gpus == ()
 
 
 def test_host_stats_script_is_constant_shell() -> None:
-    assert "command -v nvidia-smi" in probes.HOST_STATS_SCRIPT
-    assert "/proc/stat" in probes.HOST_STATS_SCRIPT
+    assert "command -v nvidia-smi" in proc_probes.HOST_STATS_SCRIPT
+    assert "/proc/stat" in proc_probes.HOST_STATS_SCRIPT
 
 
 @pytest.mark.parametrize(

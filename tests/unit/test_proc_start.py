@@ -1,12 +1,12 @@
-"""Process identity (app/services/proc_start.py) and the record fields that carry it."""
+"""Process identity (app/services/hosts/process_start.py) and the record fields that carry it."""
 
 from __future__ import annotations
 
 import json
 
-from app.services import probes
-from app.services.proc_start import ProcStart, parse_boot_id, same_process
-from app.services.router_record import RouterRecord
+from app.services.hosts import proc_probes
+from app.services.hosts.process_start import ProcStart, parse_boot_id, same_process
+from app.services.lifecycle.record import RouterRecord
 
 BOOT = "0b4a1e3c-7d55-4c8e-9a3f-2f1d6e8b9c10"
 
@@ -30,8 +30,8 @@ def test_the_epoch_start_decides_where_either_side_lacks_them() -> None:
 def test_boot_ids_from_outside_are_kept_only_when_they_are_one() -> None:
     assert parse_boot_id(BOOT.upper() + "\n") == BOOT
     assert parse_boot_id("") == parse_boot_id("$(reboot)") == parse_boot_id("x" * 20) == ""
-    assert probes.proc_start(12345, 100, 1700000000, BOOT) == ProcStart(1700000123.45, BOOT, 123.45)
-    assert probes.proc_start(12345, 100, 1700000000, "") == ProcStart(1700000123.45)
+    assert proc_probes.proc_start(12345, 100, 1700000000, BOOT) == ProcStart(1700000123.45, BOOT, 123.45)
+    assert proc_probes.proc_start(12345, 100, 1700000000, "") == ProcStart(1700000123.45)
 
 
 def test_records_carry_the_boot_fields_and_still_read_old_and_newer_ones() -> None:
@@ -62,9 +62,11 @@ def test_records_carry_where_the_run_began_in_the_log() -> None:
 def test_start_time_answers_from_the_far_side() -> None:
     stat = "12 (x y) %s " + "0 " * 18 + "500 0 0"
     answer = f"100\nbtime 1000\n{BOOT}\n{stat % 'S'}\n".encode()
-    assert probes.parse_start_lines(answer, live_only=True) == ProcStart(1005.0, BOOT, 5.0)
+    assert proc_probes.parse_start_lines(answer, live_only=True) == ProcStart(1005.0, BOOT, 5.0)
     zombie = answer.replace(b") S ", b") Z ")
-    assert probes.parse_start_lines(zombie, live_only=True) is None
-    assert probes.parse_start_lines(zombie, live_only=False) == ProcStart(1005.0, BOOT, 5.0)
-    assert probes.parse_start_lines(f"100\nbtime 1000\n\n{stat % 'S'}\n".encode(), live_only=True) == ProcStart(1005.0)
-    assert probes.parse_start_lines(b"100\nbtime 1000\n", live_only=False) is None  # gone: no stat line
+    assert proc_probes.parse_start_lines(zombie, live_only=True) is None
+    assert proc_probes.parse_start_lines(zombie, live_only=False) == ProcStart(1005.0, BOOT, 5.0)
+    assert proc_probes.parse_start_lines(f"100\nbtime 1000\n\n{stat % 'S'}\n".encode(), live_only=True) == ProcStart(
+        1005.0
+    )
+    assert proc_probes.parse_start_lines(b"100\nbtime 1000\n", live_only=False) is None  # gone: no stat line

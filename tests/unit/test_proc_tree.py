@@ -9,7 +9,7 @@ import time
 
 import psutil
 
-from app.services.proc_tree import SCAN_TTL, descendants, tree_rss
+from app.services.hosts.process_tree import SCAN_TTL, descendants, tree_rss
 from tests.helpers.wait import wait_for_sync
 
 

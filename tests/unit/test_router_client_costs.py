@@ -8,7 +8,7 @@ import ssl
 
 import pytest
 
-from app.services.router_api import BIG_ANSWER, _collector_paused, _tls_for
+from app.services.router.client import BIG_ANSWER, _collector_paused, _tls_for
 
 
 def test_a_big_answer_is_decoded_with_the_collector_paused_and_it_is_enabled_again() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.services.errors import LifecycleError
-from app.services.router_key import key_from_env, new_key, parse_key_file, usable
-from app.services.transport import spawn_args
+from app.services.core.errors import LifecycleError
+from app.services.hosts.transport import spawn_args
+from app.services.lifecycle.api_key import key_from_env, new_key, parse_key_file, usable
 
 
 def test_new_keys_are_random_and_usable() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.services.errors import BadAnswer
-from app.services.router_parse import error_message, parse_event, parse_models
-from app.services.types import ModelState, ModelStatusEvent, UnknownEvent
+from app.services.core.errors import BadAnswer
+from app.services.core.router_types import ModelState, ModelStatusEvent, UnknownEvent
+from app.services.router.parse import error_message, parse_event, parse_models
 
 
 def test_failed_model_is_unloaded_with_exit_code() -> None:

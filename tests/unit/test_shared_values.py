@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.services.shared_values import SharedValues
+from app.services.core.shared_values import SharedValues
 
 
 def test_equal_values_come_back_as_the_first_one_seen() -> None:

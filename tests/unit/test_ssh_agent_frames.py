@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.services.ssh_agent import parse_header, request_text
-from app.services.ssh_agent_script import MARK, OUTPUT_LIMIT
+from app.services.ssh.remote_shell import parse_header, request_text
+from app.services.ssh.remote_shell_script import MARK, OUTPUT_LIMIT
 
 
 def test_a_request_says_how_many_lines_follow() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import asyncssh
 
-from app.services.ssh_hostkeys import (
+from app.services.ssh.host_keys import (
     SeenKey,
     SshClient,
     host_key_algs,

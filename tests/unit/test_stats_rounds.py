@@ -3,7 +3,7 @@ repaint), whenever each machine's previous round ended."""
 
 from __future__ import annotations
 
-from app.services.stats_rounds import round_after
+from app.services.machine.stats_rounds import round_after
 
 
 def test_rounds_of_machines_that_ended_at_different_times_meet() -> None:

@@ -11,10 +11,11 @@ import os
 import pytest
 
 from app.config import MachineConfig
-from app.services import machine as machine_mod
-from app.services.local_transport import LocalTransport
-from app.services.machine import RSS_EVERY_ROUNDS, Machine
-from app.services.types import FleetEvent, HostStatsChanged, RouterState
+from app.services.core.fleet_events import FleetEvent, HostStatsChanged
+from app.services.core.router_types import RouterState
+from app.services.hosts.local import LocalTransport
+from app.services.machine import machine as machine_mod
+from app.services.machine.machine import RSS_EVERY_ROUNDS, Machine
 
 
 class CountedLocal(LocalTransport):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from app.services.textsafe import is_visible, visible, visible_lines
-from app.ui.plain import plain, safe_text
+from app.services.core.textsafe import is_visible, visible, visible_lines
+from app.ui.text.plain_text import plain, safe_text
 
 HOSTILE = [
     "\x1b]0;pwned\x07",  # OSC title

@@ -9,8 +9,8 @@ import contextlib
 import pytest
 
 from app.config import MachineConfig
-from app.services.machine import Machine
-from app.services.waits import within
+from app.services.core.waits import within
+from app.services.machine.machine import Machine
 
 
 async def loop_on(q: asyncio.Queue[int]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 
-from app.services.write_errors import diagnosed_cause, oserror_cause, sftp_cause, stderr_cause
+from app.services.hosts.write_errors import diagnosed_cause, oserror_cause, sftp_cause, stderr_cause
 
 
 def test_local_errnos_name_their_cause() -> None:

@@ -1,0 +1,42 @@
+"""A preset's backup and its new text in one request over ssh, instead of one after the other (a round trip each).
+
+The far side writes the backup first and the preset only once the backup is written, as PresetStore.apply does
+in two steps; both through the same script as any small remote write (WRITE_SCRIPT: a temporary file, then a
+rename). Used for small files only: both texts ride, base64, in one agent request line.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from app.services.core.errors import TransportError, WriteFailed
+from app.services.hosts.shell_scripts import WRITE_SCRIPT
+from app.services.hosts.transport import Transport
+from app.services.hosts.write_errors import stderr_cause
+
+ONE_REQUEST_LIMIT = 24 * 1024  # bytes of base64 for both texts
+_BACKUP_FAILED, _PRESET_FAILED = 11, 12
+# $1 WRITE_SCRIPT; $2 backup path, $3 its base64; $4 preset path, $5 its mode (octal), $6 its base64.
+_BACKUP_THEN_WRITE = (
+    f'sh -c "$1" sh "$2" 600 "$3" >/dev/null || exit {_BACKUP_FAILED}; '
+    f'sh -c "$1" sh "$4" "$5" "$6" >/dev/null || exit {_PRESET_FAILED}'
+)
+
+
+def fits(old: bytes, new: bytes) -> bool:
+    return (len(old) + len(new)) * 4 // 3 + 8 <= ONE_REQUEST_LIMIT
+
+
+async def backup_then_write(t: Transport, backup: str, old: bytes, path: str, new: bytes, mode: int) -> None:
+    """WriteFailed naming the file that could not be written (the backup: then the preset is untouched)."""
+    b64_old, b64_new = base64.b64encode(old).decode("ascii"), base64.b64encode(new).decode("ascii")
+    argv = ["sh", "-c", _BACKUP_THEN_WRITE, "sh", WRITE_SCRIPT, backup, b64_old, path, format(mode & 0o7777, "o")]
+    r = await t.run([*argv, b64_new])
+    if r.ok:
+        return
+    cause = stderr_cause(r.stderr.decode(errors="replace"))
+    if r.returncode == _BACKUP_FAILED:
+        raise WriteFailed(t.name, backup, cause)
+    if r.returncode == _PRESET_FAILED:
+        raise WriteFailed(t.name, path, cause)
+    raise TransportError(f"{t.name}: writing {path}: exit code {r.returncode}: {cause}")

@@ -1,0 +1,426 @@
+"""The log-tail panel: the selected router's log, following or paused, filterable by model and level, searchable.
+
+Built on Textual's Line API: the panel keeps its lines packed (log_scrollback.py: the machine's own packed chunks
+when a source is shown, then the LogLines the fleet sends, packed every 256) and renders only the rows on screen,
+each once (an LRU of rendered rows). A RichLog rendered every line it was given into segments: ~3.6 KB a line, and
+a 20,000 lines/s flood spent the UI loop rendering rows nobody saw.
+
+What is kept: the last `max_lines` lines (the scrollback, `ui.log_lines`), and beside them the sequence numbers of
+the ones that pass the filters, so a filtered view is as cheap to scroll as the full one. What is skipped: nothing
+here; under a flood the fleet's follower hands over only what can be shown, with a marker line saying how many it
+skipped (the log file on the serving machine is the record). Painting happens at most every PAINT_EVERY while
+lines keep coming.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from typing import ClassVar, overload
+
+from rich.cells import cell_len
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.actions import SkipAction
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.geometry import Region, Size
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from app.services.core.log_lines import SKIPPED_SOURCE, LogLine
+from app.services.core.textsafe import visible
+from app.services.logs.scrollback import Scrollback
+from app.ui.text.format import DIM
+from app.ui.text.glyphs import Glyphs
+from app.ui.text.plain_text import plain
+from app.ui.widgets.border_text import set_border_text
+from app.ui.widgets.scroll_extent import set_scroll_extent
+
+# Children print most failures without a level ("failed to load model"), so the words count too.
+_ERROR_WORDS = re.compile(r"\b(error|failed|fatal|abort(ed)?|exception)\b", re.IGNORECASE)
+_WARN_WORDS = re.compile(r"\b(warn(ing)?)\b", re.IGNORECASE)
+
+LEVELS: tuple[str, ...] = ("", "WE", "E")  # all lines / warnings and errors / errors only
+LEVEL_NAMES = {"": "all levels", "WE": "warnings+errors", "E": "errors"}
+WHO_WIDTH = 10
+PAINT_EVERY = 0.25  # while lines keep coming, at most 4 paints a second: the eye cannot read faster anyway
+# Rendered rows kept for reuse: about three screens' worth, whatever the scrollback. Each row also keeps the strips
+# Textual derives from it and caches inside it (cropped, styled, filtered, divided by what overlaps: ~5 strips,
+# ~2 KB a row), so 512 rows held ~1,150 strips more than 128 do and took ~8,000 followed lines to fill (a soak's
+# first 15 minutes). A row not kept is rendered again when it comes back into view (~60 µs).
+RENDERED_ROWS = 128
+
+
+def effective_level(ln: LogLine) -> str:
+    if ln.level:
+        return ln.level
+    if _ERROR_WORDS.search(ln.text):
+        return "E"
+    if _WARN_WORDS.search(ln.text):
+        return "W"
+    return ""
+
+
+def line_text(ln: LogLine, search: str, g: Glyphs) -> Text:
+    """The one place a log line becomes styled text (outside text: plain Text, never markup)."""
+    if ln.source == SKIPPED_SOURCE:
+        return Text(f"{g.ellipsis} {ln.text}", style=f"italic {DIM}")
+    level = effective_level(ln)
+    style = {"E": "red", "W": "yellow", "D": DIM, "T": DIM}.get(level, "")
+    who = visible(ln.model or (f"[{ln.port}]" if ln.port else ln.source))
+    t = Text.assemble(
+        (visible(ln.level or " "), f"bold {style}".strip()),
+        " ",
+        (g.clip(who, WHO_WIDTH).ljust(WHO_WIDTH), "cyan" if ln.model else DIM),
+        " ",
+        (visible(ln.text), style),
+    )
+    if search:
+        t.highlight_regex(re.compile(re.escape(search), re.IGNORECASE), "reverse")
+    return t
+
+
+class FilteredLines(Sequence[LogLine]):
+    """The lines of a scrollback whose sequence numbers are picked, as a sequence of its own (nothing copied)."""
+
+    def __init__(self, lines: Scrollback, picked: deque[int], first: int) -> None:
+        self._lines, self._picked, self._first = lines, picked, first
+
+    def __len__(self) -> int:
+        return len(self._picked)
+
+    @overload
+    def __getitem__(self, i: int) -> LogLine: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[LogLine]: ...
+
+    def __getitem__(self, i: int | slice) -> LogLine | list[LogLine]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return self._lines[self._picked[i] - self._first]
+
+
+class LogPanel(ScrollView, can_focus=True):
+    DEFAULT_CSS = """
+    LogPanel {
+        background: $surface;
+        color: $foreground;
+        overflow-y: scroll;
+        &:focus {
+            background-tint: $foreground 5%;
+        }
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("p", "toggle_follow", "Pause", id="log_follow"),
+        Binding("w", "cycle_level", "Levels", id="log_level"),
+        Binding("m", "toggle_model", "Model", id="log_model"),
+        # The dashboard's own action, run in this key's turn: as a message to it, the prompt opened a turn late and
+        # a key typed right after "/" went to the log instead ("m" toggled the model filter).
+        Binding("slash", "screen.log_search", "Search", id="log_search"),
+        Binding("escape", "clear_filter", "Clear the search and the model filter", show=False, id="log_clear_filter"),
+    ]
+
+    following: reactive[bool] = reactive(True, init=False)
+
+    def __init__(self, glyphs: Glyphs, max_lines: int, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.glyphs = glyphs
+        self.max_lines = max_lines
+        # Bound: the scrollback, packed (log_scrollback.py). `_filtered_seq` holds the sequence numbers of the lines
+        # that pass the filters, so they leave together with the buffer's oldest.
+        self.buffer = Scrollback(max_lines)
+        self._filtered_seq: deque[int] = deque(maxlen=max_lines)
+        self._seq = 0  # lines ever added; buffer[0] is line number _seq - len(buffer)
+        self.machine = ""
+        self.level = ""
+        self.model: str | None = None
+        """Only this model's lines, when set."""
+        self.current_model: str | None = None
+        """The model selected in the table: what `m` filters to."""
+        self.search = ""
+        self.unseen = 0
+        self.skipped = 0
+        """Lines the follower skipped (not parsed, not kept) since this source was shown."""
+        self.note = ""
+        self.paints = 0
+        self._width = 0
+        self._rows: LRUCache[LogLine, Strip] = LRUCache(RENDERED_ROWS)
+        self._paint_due = False
+        self._last_paint = 0.0
+        self._style = Style()
+        self.border_title = "log"
+
+    # ---- what is shown ----
+
+    @property
+    def filtering(self) -> bool:
+        return bool(self.model is not None or self.level or self.search)
+
+    @property
+    def filtered(self) -> FilteredLines:
+        """The lines of the scrollback that pass the filters, oldest first."""
+        return FilteredLines(self.buffer, self._filtered_seq, self._seq - len(self.buffer))
+
+    @property
+    def view(self) -> Sequence[LogLine]:
+        """The lines on the panel's rows, oldest first."""
+        return self.filtered if self.filtering else self.buffer
+
+    @property
+    def line_count(self) -> int:
+        return len(self.view) if self.view else int(bool(self.empty_note))
+
+    @property
+    def hides(self) -> bool:
+        """A search or a model filter is in effect: what Esc clears."""
+        return bool(self.search) or self.model is not None
+
+    @property
+    def empty_note(self) -> str:
+        """What the panel says when no line is shown: that the filter hides them all, or the source's note."""
+        if self.filtering and self.buffer:
+            how = " · Esc clears" if self.hides else ""
+            return f"no line matches the filter ({len(self.buffer):,} lines hidden){how}"
+        return self.note
+
+    def wanted(self, ln: LogLine) -> bool:
+        if ln.source == SKIPPED_SOURCE:
+            return True  # whatever the filter, the operator must know lines went by unseen
+        if self.model is not None and ln.model != self.model:
+            return False
+        if self.level:
+            lvl = effective_level(ln)
+            if not lvl or lvl not in self.level:
+                return False
+        return not self.search or self.search.lower() in (ln.raw or ln.text).lower()
+
+    # ---- feeding ----
+
+    def set_source(self, machine: str, lines: Iterable[LogLine], note: str = "") -> None:
+        """Show another router's log; `note` is said instead when there are no lines at all."""
+        self.machine = machine
+        self.note = note
+        self.buffer.clear()
+        self._width = 0
+        if self.model is not None and self.model != self.current_model:
+            self.model = None
+        self.search = ""  # a search of another machine's log: it made this one look empty
+        self.unseen = 0
+        self.skipped = 0
+        self.buffer.extend(lines)  # a machine's own scrollback: its packed chunks are shared, not packed again
+        self._seq += len(self.buffer)
+        widest, self.skipped = self.buffer.summary()
+        self._width = WHO_WIDTH + 3 + widest if self.buffer else 0  # as _counted() would make it, line by line
+        self.following = True
+        self.rewrite()
+
+    def set_note(self, note: str) -> None:
+        """Say `note` while there is no line (the machine went down or came back since the source was set)."""
+        if note != self.note:
+            self.note = note
+            if not self.view:
+                self.refresh()
+
+    def append(self, lines: Iterable[LogLine]) -> None:
+        new = self._add(lines)
+        shown = sum(1 for ln in new if self.wanted(ln)) if self.filtering else len(new)
+        if not self.following:
+            self.unseen += shown
+        if new:
+            self._paint_soon()
+
+    def _add(self, lines: Iterable[LogLine]) -> list[LogLine]:
+        new = list(lines)
+        if len(new) > self.max_lines:
+            new = new[-self.max_lines :]
+        dropped = max(0, len(self.buffer) + len(new) - self.max_lines)
+        self.buffer.extend(new)
+        first_new = self._seq
+        self._seq += len(new)
+        filtering = self.filtering
+        if filtering:
+            for k, ln in enumerate(new):
+                if self.wanted(ln):
+                    self._filtered_seq.append(first_new + k)
+            oldest = self._seq - len(self.buffer)
+            while self._filtered_seq and self._filtered_seq[0] < oldest:
+                self._filtered_seq.popleft()
+        for ln in new:
+            self._counted(ln)
+        if dropped and not self.following and not filtering:
+            # The oldest lines left the scrollback: keep the rows under the operator's eyes where they are.
+            self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False, immediate=True)
+        return new
+
+    def _counted(self, ln: LogLine) -> None:
+        """A line joined the scrollback: its width and what it says was skipped."""
+        if ln.source == SKIPPED_SOURCE:
+            self.skipped += ln.skipped
+        width = WHO_WIDTH + 3 + len(ln.text)
+        if width > self._width:
+            self._width = width
+
+    def rewrite(self) -> None:
+        """Filters changed: recompute which lines are shown (a scan of the scrollback) and paint now."""
+        self._filtered_seq.clear()
+        if self.filtering:
+            first = self._seq - len(self.buffer)
+            for k, ln in self.buffer.candidates(self.search.lower(), self.model):
+                if self.wanted(ln):
+                    self._filtered_seq.append(first + k)
+        self._rows.clear()
+        self._paint()
+
+    def _paint_soon(self) -> None:
+        if self._paint_due:
+            return
+        self._paint_due = True
+        wait = self._last_paint + PAINT_EVERY - time.monotonic()
+        if wait > 0:
+            self.set_timer(wait, self._paint)
+        else:
+            self.call_later(self._paint)
+
+    def _paint(self) -> None:
+        self._paint_due = False
+        self._last_paint = time.monotonic()
+        self.paints += 1
+        set_scroll_extent(self, Size(self._width, self.line_count))
+        self._stick()
+        self._subtitle()
+        self.refresh()
+        # The new virtual size may bring a horizontal scrollbar, which moves the end: look again once laid out.
+        self.call_after_refresh(self._stick)
+
+    def _stick(self) -> None:
+        if self.following and self.scroll_y != self.max_scroll_y:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._stick)
+
+    def _subtitle(self) -> None:
+        title = plain(f"log: {self.machine}" if self.machine else "log")
+        # A filter in effect is said first, plainly, with how to clear it (a search once survived and hid every
+        # line, its only trace a "/tensor" at the end of this line, where a narrow border cuts it off).
+        filters = [f"model {self.model}"] if self.model else []
+        if self.search:
+            filters.append(f"/{self.search}")
+        parts = ["filter: " + " ".join(filters), "Esc clears"] if filters else []
+        parts.append("following" if self.following else f"paused, {self.unseen:,} new lines")
+        if self.skipped:
+            parts.append(f"{self.skipped:,} skipped")
+        parts.append(LEVEL_NAMES[self.level])
+        # A model name or a search: not markup.
+        set_border_text(self, title=title, subtitle=plain(f" {self.glyphs.dot} ".join(parts)))
+
+    # ---- rendering: only the rows on screen ----
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._rows.clear()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._style = self.rich_style  # once a pass, not once a row: it walks the styles of every ancestor
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.size.width
+        style = self._style
+        view = self.view
+        i = scroll_y + y
+        if not view:
+            note = self.empty_note
+            if i == 0 and note:
+                strip = Strip(Text(visible(note), style=DIM).render(self.app.console))
+                return strip.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
+            return Strip.blank(width, style)
+        if i >= len(view):
+            return Strip.blank(width, style)
+        ln = view[i]
+        row = self._rows.get(ln)
+        if row is None:
+            text = line_text(ln, self.search, self.glyphs)
+            row = Strip(text.render(self.app.console), cell_len(text.plain))
+            self._rows[ln] = row
+            if row.cell_length > self._width:  # len() undercounts wide characters: widen to what was drawn
+                self._width = row.cell_length
+                self.call_later(self._paint_soon)
+        return row.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
+
+    # ---- filters ----
+
+    def show_model(self, model: str | None) -> None:
+        self.model = model
+        self.rewrite()
+
+    def set_search(self, text: str) -> None:
+        self.search = text
+        self.rewrite()
+
+    def watch_following(self, value: bool) -> None:
+        if value:
+            self.unseen = 0
+            self._paint()
+        else:
+            self._subtitle()
+
+    # ---- actions ----
+
+    def action_toggle_follow(self) -> None:
+        self.following = not self.following
+
+    def action_cycle_level(self) -> None:
+        self.level = LEVELS[(LEVELS.index(self.level) + 1) % len(LEVELS)]
+        self.rewrite()
+
+    def action_toggle_model(self) -> None:
+        self.show_model(None if self.model else self.current_model)
+
+    def action_clear_filter(self) -> None:
+        """Esc: the search goes, and the model filter with it; with neither, Esc is someone else's."""
+        if not self.hides:
+            raise SkipAction()
+        self.search = ""
+        self.show_model(None)
+
+    # Scrolling back through the log pauses it; going to the end follows again. No scroll animation: each of its
+    # frames rendered every row anew, ~20 frames for one page-up, for nothing the eye needs in a log.
+    def _scroll(self, how: Callable[..., object], pause: bool) -> None:
+        if not self.allow_vertical_scroll:
+            raise SkipAction()
+        if pause:
+            self.following = False
+        how(animate=False)
+
+    def action_scroll_up(self) -> None:
+        self._scroll(self.scroll_up, pause=True)
+
+    def action_scroll_down(self) -> None:
+        self._scroll(self.scroll_down, pause=False)
+
+    def action_page_up(self) -> None:
+        self._scroll(self.scroll_page_up, pause=True)
+
+    def action_page_down(self) -> None:
+        self._scroll(self.scroll_page_down, pause=False)
+
+    def action_scroll_home(self) -> None:
+        self._scroll(self.scroll_home, pause=True)
+
+    def action_scroll_end(self) -> None:
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.following = True
+
+    def _on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self.following = False
+        super()._on_mouse_scroll_up(event)
