@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from app.config import MachineConfig
-from app.services.core.router_types import ModelListEvent, ModelState, StreamStateEvent
+from app.services.core.router_types import ModelListEvent, ModelState, StreamState, StreamStateEvent
 from app.services.machine.machine import Machine
 from app.services.router.client import RouterClient
 from tests.helpers.router import RouterProc
@@ -58,7 +58,9 @@ async def test_stream_falls_back_to_polling(router: RouterProc) -> None:
     async with without_sse(router) as url, RouterClient(url) as c:
         events = c.events(poll_interval=0.5)
         first = await anext(events)
-        assert isinstance(first, StreamStateEvent) and first.state == "polling" and "/models/sse" in first.reason
+        assert (
+            isinstance(first, StreamStateEvent) and first.state == StreamState.POLLING and "/models/sse" in first.reason
+        )
         listed = await anext(events)
         assert isinstance(listed, ModelListEvent) and {m.id for m in listed.models} == {"alpha", "beta", "broken"}
         await c.load("alpha")

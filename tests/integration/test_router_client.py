@@ -12,7 +12,14 @@ import pytest
 
 from app.cli.output import EventLines
 from app.services.core.errors import AuthRefused, ModelFailed, RouterRefused, RouterUnreachable
-from app.services.core.router_types import ModelListEvent, ModelState, ModelStatusEvent, RouterEvent, StreamStateEvent
+from app.services.core.router_types import (
+    ModelListEvent,
+    ModelState,
+    ModelStatusEvent,
+    RouterEvent,
+    StreamState,
+    StreamStateEvent,
+)
 from app.services.router.client import RouterClient
 from app.services.router.load_and_wait import ensure_loaded
 from tests.conftest import RouterFactory
@@ -118,7 +125,7 @@ async def test_api_key(make_router: RouterFactory) -> None:
         assert {m.id for m in await c.models()} == {"alpha", "beta", "broken"}
         events = c.events()
         ev = await next_matching(events, lambda e: isinstance(e, StreamStateEvent))
-        assert isinstance(ev, StreamStateEvent) and ev.state == "connected"
+        assert isinstance(ev, StreamStateEvent) and ev.state == StreamState.CONNECTED
         await events.aclose()
 
 
@@ -135,10 +142,12 @@ async def test_events_survive_a_router_restart_on_the_same_port(router: RouterPr
         events = c.events()
         await next_matching(events, lambda e: isinstance(e, ModelListEvent))
         router.stop()
-        down = await next_matching(events, lambda e: isinstance(e, StreamStateEvent) and e.state == "disconnected")
+        down = await next_matching(
+            events, lambda e: isinstance(e, StreamStateEvent) and e.state == StreamState.DISCONNECTED
+        )
         assert isinstance(down, StreamStateEvent) and down.retry_in is not None
         router.start()
-        await next_matching(events, lambda e: isinstance(e, StreamStateEvent) and e.state == "connected")
+        await next_matching(events, lambda e: isinstance(e, StreamStateEvent) and e.state == StreamState.CONNECTED)
         await next_matching(events, lambda e: isinstance(e, ModelListEvent))
         await c.load("alpha")
         ev = await next_matching(

@@ -13,6 +13,7 @@ from app.services.core.router_types import (
     ModelState,
     ModelStatusEvent,
     RouterEvent,
+    StreamState,
     StreamStateEvent,
 )
 
@@ -29,13 +30,13 @@ def printed(events: list[RouterEvent]) -> list[str]:
 
 
 def test_an_identical_re_read_prints_nothing() -> None:
-    connected = StreamStateEvent(model="", state="connected")
+    connected = StreamStateEvent(model="", state=StreamState.CONNECTED)
     assert printed([connected, listed(a=U), listed(a=U), listed(a=U)]) == ["stream_state", "models"]
 
 
 def test_a_re_read_that_agrees_with_the_status_lines_prints_nothing() -> None:
     evs: list[RouterEvent] = [
-        StreamStateEvent(model="", state="connected"),
+        StreamStateEvent(model="", state=StreamState.CONNECTED),
         listed(a=U, b=U),
         ModelStatusEvent(model="a", kind="status_change", status=L),
         listed(a=L, b=U),
@@ -44,16 +45,21 @@ def test_a_re_read_that_agrees_with_the_status_lines_prints_nothing() -> None:
 
 
 def test_a_re_read_that_differs_is_printed() -> None:
-    evs: list[RouterEvent] = [StreamStateEvent(model="", state="connected"), listed(a=U), listed(a=L), listed(a=L)]
+    evs: list[RouterEvent] = [
+        StreamStateEvent(model="", state=StreamState.CONNECTED),
+        listed(a=U),
+        listed(a=L),
+        listed(a=L),
+    ]
     assert printed(evs) == ["stream_state", "models", "models"]
 
 
 def test_the_list_after_a_reconnect_or_a_reload_is_always_printed() -> None:
     evs: list[RouterEvent] = [
-        StreamStateEvent(model="", state="connected"),
+        StreamStateEvent(model="", state=StreamState.CONNECTED),
         listed(a=U),
-        StreamStateEvent(model="", state="disconnected", reason="gone", retry_in=1.0),
-        StreamStateEvent(model="", state="connected"),
+        StreamStateEvent(model="", state=StreamState.DISCONNECTED, reason="gone", retry_in=1.0),
+        StreamStateEvent(model="", state=StreamState.CONNECTED),
         listed(a=U),
         ModelsReloadEvent(model="*"),
         listed(a=U),

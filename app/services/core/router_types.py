@@ -152,12 +152,21 @@ class ModelListEvent(RouterEvent):
     models: tuple[ModelInfo, ...] = ()
 
 
+class StreamState(StrEnum):
+    """The event stream's own state, as StreamStateEvent says it."""
+
+    CONNECTED = "connected"  # reading /models/sse
+    POLLING = "polling"  # the router has no /models/sse: /models is polled
+    DISCONNECTED = "disconnected"  # the stream ended or could not be opened; retried after `retry_in`
+    NOT_ANSWERING = "not_answering"  # connected, or connecting, but /health or the headers not within their bound
+
+
 @dataclass(frozen=True)
 class StreamStateEvent(RouterEvent):
     """The stream's own state: "connected" (SSE), "polling" (no /models/sse), "disconnected" with a reason, or
     "not_answering" (connected, or connecting, but /health or the stream's headers not within their bound)."""
 
-    state: str
+    state: StreamState
     reason: str = ""
     retry_in: float | None = None
 

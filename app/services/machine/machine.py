@@ -35,6 +35,7 @@ from app.services.core.router_types import (
     ModelStatusEvent,
     RouterEvent,
     RouterState,
+    StreamState,
     StreamStateEvent,
 )
 from app.services.core.waits import within
@@ -250,8 +251,8 @@ class Machine:
         try:
             async for ev in events:
                 if isinstance(ev, StreamStateEvent):
-                    self._answering = ev.state != "not_answering"
-                    if ev.state == "not_answering":
+                    self._answering = ev.state != StreamState.NOT_ANSWERING
+                    if ev.state == StreamState.NOT_ANSWERING:
                         if confirm is not None:
                             confirm.cancel()
                         told = RouterState.ATTACHED if attached else self._told_state
@@ -259,7 +260,7 @@ class Machine:
                         if ev.retry_in is None:
                             continue  # still connected: it says "connected" again when /health answers
                         return connected and loop.time() - since >= STREAM_STABLE_AFTER
-                    if ev.state == "disconnected":
+                    if ev.state == StreamState.DISCONNECTED:
                         self._update(
                             stream="down",
                             router_reason=ev.reason,
@@ -270,7 +271,7 @@ class Machine:
                         return stable
                     if not connected:
                         connected, since = True, loop.time()
-                    stream = "sse" if ev.state == "connected" else "polling"
+                    stream = "sse" if ev.state == StreamState.CONNECTED else "polling"
                     changes: dict[str, object] = {"stream": stream, "router_reason": ev.reason}
                     if attached:
                         changes["router_state"] = RouterState.ATTACHED

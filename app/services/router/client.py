@@ -31,6 +31,7 @@ from app.services.core.router_types import (
     ModelsReloadEvent,
     RouterEvent,
     RouterProps,
+    StreamState,
     StreamStateEvent,
 )
 from app.services.core.waits import within
@@ -280,12 +281,12 @@ class RouterClient:
         stream polls /models every `poll_interval` seconds instead and says so.
 
         A router that stops answering (its /health, or the stream's headers, not within their bound) yields
-        StreamStateEvent("not_answering"); while connected the session stays open and says "connected" again,
+        StreamStateEvent(NOT_ANSWERING); while connected the session stays open and says "connected" again,
         with a fresh list, as soon as /health answers.
         """
         backoff = backoff or Backoff()
         while True:
-            state = "disconnected"
+            state = StreamState.DISCONNECTED
             try:
                 # Closed here, not by the garbage collector in a task of its own, when our caller stops reading:
                 # its reader task and connection end with it (one was found still reading at quit).
@@ -300,11 +301,11 @@ class RouterClient:
                             yield ev
                     reason = "polling stopped"
                 except RouterNotAnswering as e:
-                    state, reason = "not_answering", str(e)
+                    state, reason = StreamState.NOT_ANSWERING, str(e)
                 except (RouterUnreachable, RouterRefused, BadAnswer) as e:
                     reason = str(e)
             except RouterNotAnswering as e:
-                state, reason = "not_answering", str(e)
+                state, reason = StreamState.NOT_ANSWERING, str(e)
             except (RouterUnreachable, RouterRefused, BadAnswer) as e:
                 reason = str(e)
             except (httpx.TransportError, httpx.StreamError) as e:
@@ -341,7 +342,7 @@ class RouterClient:
             reader = asyncio.create_task(_read_sse(resp, queue, f"{self.name}: GET /models/sse"))
             # The list is read after the stream is open, so no change can fall between the two.
             models = await self._watched_models()
-            yield StreamStateEvent(model="", state="connected")
+            yield StreamStateEvent(model="", state=StreamState.CONNECTED)
             yield ModelListEvent(model="*", models=tuple(models))
             # The backoff is reset by the first event or answered /health, not by the connect: a router that
             # connects and then sends garbage (a line without end) is retried ever more slowly, not every 0.5 s.
@@ -359,9 +360,9 @@ class RouterClient:
                     if alive != answering:
                         answering = alive
                         if not alive:
-                            yield StreamStateEvent(model="", state="not_answering", reason=why)
+                            yield StreamStateEvent(model="", state=StreamState.NOT_ANSWERING, reason=why)
                             continue
-                        yield StreamStateEvent(model="", state="connected")
+                        yield StreamStateEvent(model="", state=StreamState.CONNECTED)
                         heard = 0.0  # what changed while it was silent is only in the list
                     if alive and loop.time() - heard >= refresh_interval:
                         yield ModelListEvent(model="*", models=tuple(await self._watched_models()))
@@ -375,7 +376,7 @@ class RouterClient:
                 backoff.reset()
                 if not answering:
                     answering = True
-                    yield StreamStateEvent(model="", state="connected")
+                    yield StreamStateEvent(model="", state=StreamState.CONNECTED)
                 ev = parse_event(item)
                 yield ev
                 if isinstance(ev, ModelsReloadEvent):
@@ -421,7 +422,9 @@ class RouterClient:
     async def _poll_session(self, poll_interval: float, backoff: Backoff) -> AsyncGenerator[RouterEvent, None]:
         models = await self._watched_models()
         backoff.reset()
-        yield StreamStateEvent(model="", state="polling", reason="this router has no /models/sse; polling /models")
+        yield StreamStateEvent(
+            model="", state=StreamState.POLLING, reason="this router has no /models/sse; polling /models"
+        )
         yield ModelListEvent(model="*", models=tuple(models))
         while True:
             await asyncio.sleep(poll_interval)

@@ -17,6 +17,7 @@ from app.services.core.router_types import (
     ModelState,
     ModelStatusEvent,
     RouterEvent,
+    StreamState,
     StreamStateEvent,
 )
 from app.services.router.client import RouterClient
@@ -50,9 +51,9 @@ async def ensure_loaded(
                     m = next((m for m in ev.models if m.id == canonical), None)
                     if m is not None:
                         state, exit_code = m.state, m.exit_code
-                elif isinstance(ev, StreamStateEvent) and ev.state == "not_answering":
+                elif isinstance(ev, StreamStateEvent) and ev.state == StreamState.NOT_ANSWERING:
                     raise RouterNotAnswering(f"{ev.reason}, while {canonical} was loading")
-                elif isinstance(ev, StreamStateEvent) and ev.state == "disconnected":
+                elif isinstance(ev, StreamStateEvent) and ev.state == StreamState.DISCONNECTED:
                     raise RouterError(f"lost the router while {canonical} was loading: {ev.reason}")
                 if state is None:
                     continue
@@ -75,8 +76,8 @@ async def _first_list(events: AsyncGenerator[RouterEvent, None]) -> tuple[ModelI
     async for ev in events:
         if isinstance(ev, ModelListEvent):
             return ev.models
-        if isinstance(ev, StreamStateEvent) and ev.state == "not_answering":
+        if isinstance(ev, StreamStateEvent) and ev.state == StreamState.NOT_ANSWERING:
             raise RouterNotAnswering(ev.reason)
-        if isinstance(ev, StreamStateEvent) and ev.state == "disconnected":
+        if isinstance(ev, StreamStateEvent) and ev.state == StreamState.DISCONNECTED:
             raise RouterError(ev.reason)
     raise RouterError("the event stream ended")
