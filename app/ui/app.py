@@ -12,17 +12,16 @@ import contextlib
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import events, work
-from textual.app import App, ScreenStackError
+from textual.app import App
 from textual.binding import Binding
-from textual.css.query import NoMatches
-from textual.notifications import Notification, Notify, SeverityLevel
+from textual.notifications import Notify, SeverityLevel
 from textual.screen import Screen
 from textual.scrollbar import ScrollBar, ScrollBarRender
-from textual.widgets._toast import ToastRack
 from textual.worker import Worker, WorkerState
 
 from app.config import Config
@@ -36,9 +35,9 @@ from app.ui.dashboard.disabled_key_reasons import why_not
 from app.ui.dashboard.screen import DashboardScreen
 from app.ui.live import LiveFeed
 from app.ui.palette import HerdCommands
-from app.ui.patches.rich_cell_len import install as measure_ascii_uncached
-from app.ui.patches.textual_styles_cache import install as keep_no_dead_styles_caches
-from app.ui.patches.toast_bound import drop_oldest
+from app.ui.patches.rich_internals import measure_ascii_uncached
+from app.ui.patches.textual_internals import drop_notification, keep_no_dead_styles_caches, live_notifications
+from app.ui.patches.toast_bound import MAX_TOASTS, drop_oldest
 from app.ui.state.fleet_protocol import FleetApi
 from app.ui.state.herd_state import HerdState
 from app.ui.text.glyphs import Glyphs, glyphs_for, want_ascii
@@ -216,18 +215,11 @@ class HerdApp(App[int]):
         MarkupError and took the dashboard down. `markup` is accepted for Textual's signature and ignored."""
         super().notify(visible_lines(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
 
-    def _on_notify(self, event: Notify) -> None:
+    def on_notify(self, event: Notify) -> None:
         """Textual keeps every notification until its timeout; past MAX_TOASTS the oldest go
-        (patches/toast_bound.py)."""
-        self._notifications.add(event.notification)
-        drop_oldest(self._notifications, self._drop_notification)
-        self._refresh_notifications()
-
-    def _drop_notification(self, n: Notification) -> None:
-        self._unnotify(n, refresh=False)
-        # Its toast's holder goes too: Textual's rack removes a stale toast but leaves its holder behind for good.
-        with contextlib.suppress(NoMatches, ScreenStackError):
-            self.screen.get_child_by_type(ToastRack).get_child_by_id(ToastRack._toast_id(n)).remove()
+        (patches/toast_bound.py). Room for this one is made here: App's own handler, called after this one, adds it
+        and refreshes the toasts."""
+        drop_oldest(live_notifications(self), partial(drop_notification, self), keep=MAX_TOASTS - 1)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place an unexpected worker failure surfaces: as a notification, not a crash."""

@@ -1,10 +1,14 @@
-"""Public-key auth sent signed at once (app/services/ssh/asyncssh_auth.py), against the real sshd. No mocks."""
+"""Public-key auth sent signed at once (app/services/ssh/asyncssh_auth.py), against the real sshd. No mocks. These
+fail when an upgrade of asyncssh makes any part of it a no-op (the signed request, its pipelining behind the service
+request, the "none" probe skipped)."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 from pathlib import Path
 
+import asyncssh
 import pytest
 
 from app.services.core.errors import TransportError
@@ -21,10 +25,17 @@ def test_the_installed_asyncssh_takes_the_signed_first_method() -> None:
     assert asyncssh_auth.install()
 
 
-async def test_the_key_is_signed_at_once_without_asking_first(sshd: SshServer) -> None:
+async def test_the_key_is_signed_at_once_without_asking_first(
+    sshd: SshServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="asyncssh")
+    asyncssh.set_debug_level(3)  # every packet sent is logged: the auth requests are counted
     t = ssh_transport(sshd)
     try:
         conn = await t.ensure_connected()
+        # One auth request in all: neither the "none" probe before it nor the query without signature
+        sent = [r.getMessage() for r in caplog.records if "Sent MSG_USERAUTH_REQUEST" in r.getMessage()]
+        assert len(sent) == 1, sent
         port = conn.get_extra_info("sockname")[1]
         mine = f"from 127.0.0.1 port {port} "
         await wait_for(lambda: any("Accepted publickey" in ln and mine in ln for ln in sshd.log_text().splitlines()))
@@ -35,6 +46,7 @@ async def test_the_key_is_signed_at_once_without_asking_first(sshd: SshServer) -
         assert "_packet_handlers" in vars(conn) and getattr(conn, "_next_service", "?") is None
         assert (await t.run(["echo", "ok"])).stdout == b"ok\n"
     finally:
+        asyncssh.set_debug_level(1)  # asyncssh's default
         await t.close()
 
 

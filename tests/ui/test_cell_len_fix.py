@@ -1,5 +1,6 @@
 """Followed log lines no longer fill Rich's width cache (4,096 entries keyed by every text measured: ~1.2 MB of
-text the scrollback already keeps), and every width is still the one Rich gives."""
+text the scrollback already keeps), and every width is still the one Rich gives (app/ui/patches/rich_internals.py).
+These fail when an upgrade of Rich or Textual makes the fix a no-op, or no longer needed."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from textual.strip import Strip
 
 from app.config import Config
 from app.ui.app import make_app
-from app.ui.patches.rich_cell_len import _RICH_CACHED, cell_len_ascii_uncached, install
+from app.ui.patches.rich_internals import _RICH_CACHED, cell_len_ascii_uncached, measure_ascii_uncached
 from tests.ui.screen import screen_text, wait_for
 from tests.ui.standin import demo_fleet
 from tests.ui.test_log_panel import PanelApp, lines
@@ -38,17 +39,25 @@ def test_every_width_is_the_one_rich_gives() -> None:
         assert Strip.from_lines([[rich.segment.Segment(text)]])[0].cell_length == _RICH_CACHED(text), repr(text)
 
 
+def test_rich_still_caches_every_text_it_measures() -> None:
+    # What the fix is for: were Rich to stop keeping printable ASCII in its cache (or the cache to go), retire it.
+    assert _RICH_CACHED.cache_info().maxsize == 4096
+    _RICH_CACHED.cache_clear()
+    _RICH_CACHED("a followed log line 0000123")
+    assert _RICH_CACHED.cache_info().currsize == 1
+
+
 def test_the_dashboard_puts_it_in_place_of_every_name_rich_and_textual_bound() -> None:
     make_app(Config(), demo_fleet())
     for module in (rich.cells, rich.segment):
         assert module.cached_cell_len is cell_len_ascii_uncached, module.__name__
     for module in (textual._compositor, textual.content):
         assert module.cell_len is cell_len_ascii_uncached, module.__name__
-    assert install() == 0  # idempotent: nothing left to replace
+    assert measure_ascii_uncached() == 0  # idempotent: nothing left to replace
 
 
 async def test_followed_lines_past_the_caches_bound_leave_it_as_it_was() -> None:
-    install()
+    measure_ascii_uncached()
     app = PanelApp(max_lines=10_000)
     async with app.run_test(size=(100, 20)) as pilot:
         panel = app.panel

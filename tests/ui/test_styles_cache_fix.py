@@ -1,5 +1,7 @@
 """Removed widgets leave no styles cache behind (Textual's colour cache kept up to 1,024 of them, with their
-rendered lines), and the colour cache that replaces it holds its bound."""
+rendered lines: Textualize/textual#6665), and the colour cache that replaces it holds its bound
+(app/ui/patches/textual_internals.py). These fail when an upgrade of Textual makes the bound a no-op, or fixes
+the leak (then retire the bound)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,35 @@ from textual.widgets import Static
 
 from app.config import Config
 from app.ui.app import make_app
-from app.ui.patches.textual_styles_cache import INNER_OUTER_ENTRIES, inner_outer
+from app.ui.patches.textual_internals import (
+    INNER_OUTER_ENTRIES,
+    TEXTUAL_GET_INNER_OUTER,
+    inner_outer,
+    keep_no_dead_styles_caches,
+)
 from tests.ui.screen import wait_for
 from tests.ui.standin import demo_fleet
+
+
+def test_textuals_own_colour_cache_still_keeps_a_removed_widgets_styles_cache() -> None:
+    # Textualize/textual#6665 still open in the pinned Textual: its method, called as a widget's render calls it,
+    # keeps that widget's StylesCache alive. Once this fails, the leak is fixed upstream and the bound can go.
+    cache = StylesCache()
+    TEXTUAL_GET_INNER_OUTER(cache, Color(1, 2, 3), Color(4, 5, 6, 0.5))
+    ref = weakref.ref(cache)
+    del cache
+    gc.collect()
+    assert ref() is not None
+    TEXTUAL_GET_INNER_OUTER.cache_clear()
+
+
+def test_the_dashboard_keys_the_colour_cache_by_colours_alone() -> None:
+    make_app(Config(), demo_fleet())
+    keep_no_dead_styles_caches()  # idempotent
+    assert StylesCache.__dict__["get_inner_outer"] is not TEXTUAL_GET_INNER_OUTER
+    colours = Color(1, 2, 3), Color(4, 5, 6, 0.5)
+    assert StylesCache().get_inner_outer(*colours) == TEXTUAL_GET_INNER_OUTER(StylesCache(), *colours)  # same styles
+    TEXTUAL_GET_INNER_OUTER.cache_clear()
 
 
 def drawn(widgets: list[Static]) -> Callable[[], bool]:

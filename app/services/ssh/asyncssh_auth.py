@@ -15,6 +15,13 @@ touch a device, which must not happen for a key the server would refuse.
 These are asyncssh internals (checked in `install`: with another asyncssh whose internals differ nothing is
 changed and the usual three round trips are paid). A refused key, or a server wanting another method, goes on as
 before: the server's failure answer lists the methods left, and asyncssh continues with those.
+
+Written against asyncssh==2.24.1, pinned in pyproject.toml. The private names: in `asyncssh.auth`,
+`_client_auth_handlers` and `_ClientPublicKeyAuth` (its `_start`, `_send_signed_request`, `_conn`, `_keypair`); on
+the client connection, `_packet_handlers`, `_auth_in_progress`, `_owner`, `_username`, `_next_service` and
+`_auth_methods`. tests/integration/test_ssh_auth.py fails when an upgrade makes any of the three a no-op. No upstream
+issue found (searched asyncssh's issues for a publickey request signed without the query first, for skipping the
+"none" request, and for authentication's round trips).
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ from typing import Any
 
 from textual.screen import Screen
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+
+from app.ui.patches.textual_internals import footer_keys, set_key_disabled
 
 
 def shown_keys(screen: Screen[Any]) -> tuple[Hashable, ...]:
@@ -74,7 +75,7 @@ class QuietFooter(Footer):
 
     def _set_enabled(self, screen: Screen[Any]) -> bool:
         """Dim or undim the key widgets already mounted; False when there are none to update (then rebuild)."""
-        keys = list(self.query(FooterKey))
+        keys = footer_keys(self)
         if not keys:
             return False
         states = _states(screen)
@@ -83,7 +84,7 @@ class QuietFooter(Footer):
                 return False
         for key in keys:
             enabled, tooltip, description = states[key.action]
-            key._disabled = not enabled
+            set_key_disabled(key, not enabled)
             if key.has_class("-disabled") == enabled:
                 # The class still says it (Textual's rule would dim it at a later style pass), but the dim itself
                 # is set inline: a class flip sends the key through the whole stylesheet (~7 % of the dashboard's

@@ -1,5 +1,7 @@
-"""Bounds and fixes that reach into Textual's and Rich's internals, each in its own module that names the library's
-pinned version, the upstream issue, and a test that fails when an upgrade makes it a no-op.
+"""Every reach into a UI library's internals, one module per library, each naming the version pinned in
+pyproject.toml, the upstream issue it works around, and the test that fails when an upgrade makes it a no-op:
+textual_internals.py and rich_internals.py. toast_bound.py is the notification bound's policy (plain Python) that
+the Textual side applies.
 
 May import: textual and rich only.
 """

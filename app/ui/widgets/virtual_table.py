@@ -21,7 +21,6 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual._segment_tools import line_crop
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Region, Size, Spacing, clamp
@@ -378,8 +377,7 @@ class VirtualTable(ScrollView, can_focus=True):
         extend = row_style + extend + Style.from_meta({"row": index, "column": 0, "out_of_bounds": True})
         segments.append(Segment(" " * max(0, width - self.table_width), extend))
         x1 = int(self.scroll_x)
-        cropped = line_crop(segments, x1, x1 + width, width)
-        return Strip(cropped).adjust_cell_length(width, base).simplify()
+        return Strip(segments).crop(x1, x1 + width).adjust_cell_length(width, base).simplify()
 
     def _drawn_cell(self, cell: CellSpec | int, width: int, pre: Style, post: Style) -> list[Segment]:
         """A cell (or the label of column `cell`) as DataTable draws one: padded by one on each side, under the

@@ -1,4 +1,9 @@
-"""A cache Rich keeps that outside text fills: `rich.cells.cached_cell_len`, 4,096 entries keyed by each text measured.
+"""Every reach into Rich's internals. One: the names Rich's and Textual's modules bind to Rich's width cache, each
+replaced. Written against rich==15.0.0, pinned in pyproject.toml; tests/ui/test_cell_len_fix.py fails when an
+upgrade makes it a no-op. No upstream issue found (searched Rich's and Textual's issues for the memory of
+`cached_cell_len` and the growth of its cache).
+
+The cache: `rich.cells.cached_cell_len`, 4,096 entries keyed by each text measured.
 
 Every followed log line is a new key there (the message's segment, the piece a crop or the compositor cuts from it,
 the whole row): ~250 bytes an entry with the string it keeps alive, ~1.2 MB once full. At the soak's ~660 lines a
@@ -30,7 +35,7 @@ def cell_len_ascii_uncached(text: str, unicode_version: str = "auto") -> int:
     return _RICH_CACHED(text, unicode_version)
 
 
-def install() -> int:
+def measure_ascii_uncached() -> int:
     """Replace Rich's cached function wherever a module of Rich or Textual bound it (idempotent); the number of
     names replaced. Modules imported later take the replacement from `rich.cells`."""
     replaced = 0
