@@ -421,6 +421,5 @@ class LogPanel(ScrollView, can_focus=True):
         self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.following = True
 
-    def _on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
-        self.following = False
-        super()._on_mouse_scroll_up(event)
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self.following = False  # Textual's own handler, called after this one, scrolls
