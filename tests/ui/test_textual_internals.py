@@ -87,3 +87,11 @@ async def test_a_footer_key_set_disabled_rings_the_bell_instead_of_acting() -> N
         await pilot.click(key)
         await wait_for(pilot, lambda: app.hits == 1)
         assert app.bells == 1
+
+
+def test_the_scroll_update_reached_into_still_exists() -> None:
+    """set_scroll_extent sets virtual_size without its watcher (a layout pass) and tells the scrollbars itself,
+    through ScrollView._scroll_update: an upgrade that renames it would leave the scrollbars stale, silently."""
+    from textual.scroll_view import ScrollView
+
+    assert callable(getattr(ScrollView, "_scroll_update", None))

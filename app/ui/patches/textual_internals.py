@@ -13,6 +13,8 @@ works around (then retire that bound).
 - The footer keys dimmed in place: `FooterKey` is in a private module, and its private `_disabled` decides what a
   click on it does. No upstream issue found (searched Textual's issues for Footer rebuilding every FooterKey on
   each bindings update, and for a public way to update a FooterKey).
+- A scroll view's extent set without a layout pass of the whole screen (widgets/scroll_extent.py): its private
+  `_scroll_update` tells the scrollbars. No upstream issue found.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from textual.app import App, ScreenStackError
 from textual.color import Color
 from textual.css.query import NoMatches
 from textual.dom import DOMNode
+from textual.geometry import Size
 from textual.notifications import Notification, Notifications
+from textual.scroll_view import ScrollView
 from textual.style import Style
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
@@ -111,3 +115,12 @@ def footer_keys(footer: Footer) -> list[FooterKey]:
 def set_key_disabled(key: FooterKey, disabled: bool) -> None:
     """What a click on `key` does: a bell when disabled, the key's action when not (the look is the caller's)."""
     key._disabled = disabled
+
+
+# A scroll view's extent without a layout pass (no upstream issue found: searched Textual's issues for
+# virtual_size as a layout reactive and for updating scrollbars alone).
+
+
+def update_scrollbars(view: ScrollView, size: Size) -> None:
+    """Tell `view`'s scrollbars its new virtual size, which `set_reactive` set without the layout its watcher does."""
+    view._scroll_update(size)

@@ -13,6 +13,8 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.widget import Widget
 
+from app.ui.patches.textual_internals import update_scrollbars
+
 
 def set_scroll_extent(view: ScrollView, size: Size) -> None:
     if size == view.virtual_size:
@@ -22,7 +24,7 @@ def set_scroll_extent(view: ScrollView, size: Size) -> None:
         view.virtual_size = size
         return
     view.set_reactive(Widget.virtual_size, size)
-    view._scroll_update(size)
+    update_scrollbars(view, size)
     # Fewer rows: a view scrolled past its new end comes back to it, as a layout would have clamped it.
     x, y = min(view.scroll_x, view.max_scroll_x), min(view.scroll_y, view.max_scroll_y)
     if (x, y) != (view.scroll_x, view.scroll_y):
