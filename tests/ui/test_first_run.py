@@ -20,7 +20,7 @@ from app.services.fleet import Fleet
 from app.services.lifecycle.llama_server_binary import HOW_TO_GET, program_not_found
 from app.services.lifecycle.manager import EMPTY_PRESET
 from app.ui.app import HerdApp, make_app
-from app.ui.dashboard.machines_pane import FirstRunNotice
+from app.ui.dashboard.first_run_notice import FirstRunNotice
 from app.ui.state.herd_state import HerdState
 from tests.helpers.herd import Herd
 from tests.ui.screen import record_notifications, screen_text, wait_for

@@ -13,7 +13,7 @@ from app.config import Config, MachineConfig
 from app.services.core.router_types import RouterState
 from app.services.fleet import Fleet
 from app.ui.app import HerdApp, make_app
-from app.ui.dashboard.machines_pane import MachineCard
+from app.ui.dashboard.machine_card import MachineCard
 from app.ui.screens.confirm import ConfirmScreen
 from tests.helpers.herd import Herd
 from tests.helpers.router import RouterProc, preset_text

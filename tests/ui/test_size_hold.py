@@ -9,7 +9,7 @@ from app.config import Config
 from app.services.core.fleet_events import ModelsChanged, Problem
 from app.services.core.router_types import LoadProgress, ModelInfo, ModelState
 from app.ui.app import HerdApp, make_app
-from app.ui.dashboard.machines_pane import MachineCard
+from app.ui.dashboard.machine_card import MachineCard
 from app.ui.widgets import sticky_sizes
 from app.ui.widgets.sticky_sizes import SizeHold, table_width
 from tests.helpers.clock import SteppedClock

@@ -1,22 +1,20 @@
-"""The dashboard's actions: what the keys do to the fleet, each Fleet command awaited in a worker.
+"""What the dashboard's keys do to the fleet: each Fleet command awaited in a worker, and the editors of a machine's
+preset and model files.
 
-A mixin of DashboardScreen (dashboard/screen.py), which owns the layout, the selection and what is painted; the members
-named under TYPE_CHECKING are that screen's.
+The dashboard screen (dashboard/screen.py) holds one FleetActions and says which machine and model a key applies to;
+what a refused command repaints is the screen's too, handed in as `refused`.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
 
 from app.services.core.errors import HerdError
 from app.services.core.textsafe import visible
 from app.ui.screens.confirm import ConfirmScreen
-from app.ui.screens.help import HelpScreen
-from app.ui.screens.history import HistoryScreen
 from app.ui.screens.model_files import ModelFilesScreen
 from app.ui.screens.preset_form import PresetForm
 from app.ui.text.format import DIM
@@ -25,162 +23,106 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from app.ui.dashboard.action_feedback import ActionNotices
-    from app.ui.dashboard.failure_history import FailureLink
-    from app.ui.dashboard.fit_verdicts import FitAdvisor
-    from app.ui.dashboard.log_panel import LogPanel
-    from app.ui.dashboard.machines_pane import MachinesPane
     from app.ui.dashboard.repeat_failures import RepeatedFailures
-    from app.ui.screens.help import HelpRow
     from app.ui.state.app_protocol import HerdApi
 
 ATTACH_ONLY = "{} is attach-only: its preset file belongs to whoever runs that router"
 
 
-class DashboardActions:
-    if TYPE_CHECKING:
-        selected_machine: str
-        fit: FitAdvisor
-        notices: ActionNotices
-        failure_link: FailureLink
-        repeated_failures: RepeatedFailures
+class FleetActions:
+    def __init__(
+        self,
+        app: Callable[[], App[Any]],
+        notices: ActionNotices,
+        repeated_failures: RepeatedFailures,
+        refused: Callable[[str, str, HerdError], None],
+    ) -> None:
+        self._app = app  # a callable: the screen that holds this is built before it has an app
+        self._notices = notices
+        self._repeated_failures = repeated_failures
+        self._refused = refused
+        """Told (machine, what, error) once a refusal is noted in HerdState: the screen repaints and toasts it."""
 
-        app: App[object]
-
-        @property
-        def herd(self) -> HerdApi: ...
-        @property
-        def logs(self) -> LogPanel: ...
-        @property
-        def machines(self) -> MachinesPane: ...
-        def target(self) -> tuple[str, str | None] | None: ...
-        def select_machine(self, name: str) -> None: ...
-        def notify_error(self, message: str, title: str, machine: str = "", model: str = "") -> None: ...
-        def _paint_hint(self) -> None: ...
-        def binding_rows(self) -> list[HelpRow]: ...
+    def _herd(self) -> HerdApi:
+        return cast("HerdApi", self._app())
 
     def load(self, machine: str, model: str) -> None:
-        self.herd.notify(self.notices.began("load", machine, model), timeout=3, markup=False)
-        self.repeated_failures.forget(machine, model)  # its answer is toasted, however recent the last failure
-        self._fleet_call(f"load {model} on {machine}", machine, model, lambda: self.herd.fleet.load(machine, model))
+        herd = self._herd()
+        herd.notify(self._notices.began("load", machine, model), timeout=3, markup=False)
+        self._repeated_failures.forget(machine, model)  # its answer is toasted, however recent the last failure
+        self._fleet_call(f"load {model} on {machine}", machine, model, lambda: herd.fleet.load(machine, model))
 
     def unload(self, machine: str, model: str) -> None:
-        self.herd.notify(self.notices.began("unload", machine, model), timeout=3, markup=False)
-        self.repeated_failures.forget(machine, model)  # its answer is toasted, however recent the last failure
-        self._fleet_call(f"unload {model} on {machine}", machine, model, lambda: self.herd.fleet.unload(machine, model))
+        herd = self._herd()
+        herd.notify(self._notices.began("unload", machine, model), timeout=3, markup=False)
+        self._repeated_failures.forget(machine, model)  # its answer is toasted, however recent the last failure
+        self._fleet_call(f"unload {model} on {machine}", machine, model, lambda: herd.fleet.unload(machine, model))
 
-    def action_load(self) -> None:
-        target = self.target()
-        if target and target[1]:
-            self.fit.load_asking(target[0], target[1], self.load)  # asks first when it will not fit or evicts
+    def reload(self, machine: str) -> None:
+        herd = self._herd()
+        done = f"presets reloaded on {machine}"
+        self._fleet_call(f"reload presets on {machine}", machine, None, lambda: herd.fleet.reload(machine), done=done)
 
-    def action_unload(self) -> None:
-        target = self.target()
-        if target and target[1]:
-            self.unload(target[0], target[1])
+    def start_router(self, machine: str) -> None:
+        herd = self._herd()
+        self._fleet_call(f"start the router on {machine}", machine, None, lambda: herd.fleet.start_router(machine))
 
-    def action_reload(self) -> None:
-        target = self.target()
-        if target:
-            m = target[0]
-            self._fleet_call(
-                f"reload presets on {m}", m, None, lambda: self.herd.fleet.reload(m), done=f"presets reloaded on {m}"
-            )
-
-    def action_start_router(self) -> None:
-        target = self.target()
-        if target:
-            m = target[0]
-            self._fleet_call(f"start the router on {m}", m, None, lambda: self.herd.fleet.start_router(m))
-
-    def action_stop_router(self) -> None:
-        target = self.target()
-        if not target:
-            return
-        machine = target[0]
-        running = self.herd.state.get(machine).running_models()
+    def stop_router(self, machine: str) -> None:
+        """Asks first, naming the models the stop unloads."""
+        herd = self._herd()
+        running = herd.state.get(machine).running_models()
         body = Text.assemble(("Stop the router on ", ""), (visible(machine), "bold"), "?\n\n")
         if running:
             body.append("These models will be unloaded:\n")
             for name in running:
-                body.append(f"  {self.herd.glyphs.loaded} {visible(name)}\n", style="bold")
+                body.append(f"  {herd.glyphs.loaded} {visible(name)}\n", style="bold")
         else:
             body.append("No model is loaded there.\n", style=DIM)
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self._fleet_call(
-                    f"stop the router on {machine}", machine, None, lambda: self.herd.fleet.stop_router(machine)
+                    f"stop the router on {machine}", machine, None, lambda: herd.fleet.stop_router(machine)
                 )
 
-        self.app.push_screen(ConfirmScreen(f"stop router: {machine}", body, yes="Stop"), answered)
-
-    def action_goto_log(self) -> None:
-        target = self.target()
-        if not target:
-            return
-        machine, model = target
-        if machine != self.selected_machine:
-            self.select_machine(machine)
-        self.logs.current_model = model
-        self.logs.show_model(model)
-        self.logs.following = True
-        self.logs.focus()
-
-    def action_edit_preset(self) -> None:
-        target = self.target()
-        if target and target[1]:
-            self.edit_preset(target[0], target[1])
-
-    def action_edit_global_preset(self) -> None:
-        target = self.target()
-        if target:
-            self.edit_preset(target[0], "*")
+        self._app().push_screen(ConfirmScreen(f"stop router: {machine}", body, yes="Stop"), answered)
 
     def _files_offered(self, machine: str) -> bool:
         """Whether a screen on the machine's files may open; says why not when it is the router's owner."""
-        if not self.herd.fleet.has_files:
+        herd = self._herd()
+        if not herd.fleet.has_files:
             return False  # a fleet without files: its keys are dimmed already
-        if not self.herd.state.get(machine).view.managed:
-            self.herd.notify(ATTACH_ONLY.format(machine), severity="warning", markup=False)
+        if not herd.state.get(machine).view.managed:
+            herd.notify(ATTACH_ONLY.format(machine), severity="warning", markup=False)
             return False
         return True
 
     def edit_preset(self, machine: str, section: str) -> None:
         """The preset editor on one section; it notifies the outcome itself and dismisses with the PresetResult."""
         if self._files_offered(machine):
-            self.app.push_screen(PresetForm(self.herd.fleet, machine, section))
+            self._app().push_screen(PresetForm(self._herd().fleet, machine, section))
 
-    def action_model_files(self) -> None:
+    def model_files(self, machine: str) -> None:
         """The machine's *.gguf files; adding one writes its preset section (the screen notifies the outcome)."""
-        target = self.target()
-        if target and self._files_offered(target[0]):
-            self.app.push_screen(ModelFilesScreen(self.herd.fleet, target[0]))
-
-    def action_history(self) -> None:
-        query = self.failure_link.query(time.monotonic())  # just after a model's failure: that model's history
-        self.app.push_screen(HistoryScreen(self.herd.history, self.herd.now, query))
-
-    def action_help(self) -> None:
-        hint = str(self.herd.config_path) if self.herd.config_path else "config.toml"
-        self.app.push_screen(HelpScreen(self.binding_rows(), hint))
+        if self._files_offered(machine):
+            self._app().push_screen(ModelFilesScreen(self._herd().fleet, machine))
 
     def _fleet_call(
         self, what: str, machine: str, model: str | None, call: Callable[[], Awaitable[object]], done: str = ""
     ) -> None:
-        self.herd.hands.touched(machine)  # a scenario playing beside the operator leaves this machine alone
+        herd = self._herd()
+        herd.hands.touched(machine)  # a scenario playing beside the operator leaves this machine alone
 
         async def run() -> None:
             try:
                 await call()
             except HerdError as e:
                 if model is not None:
-                    self.notices.refused(machine, model)
-                self.herd.state.note_problem(machine, f"{what}: {e}", model, action=what, error=e)
-                self.machines.update_machine(self.herd.state.get(machine))
-                self._paint_hint()
-                self.notify_error(str(e), f"could not {what}", machine)
+                    self._notices.refused(machine, model)
+                herd.state.note_problem(machine, f"{what}: {e}", model, action=what, error=e)
+                self._refused(machine, what, e)
                 return
             if done:
-                self.herd.notify(done, timeout=4, markup=False)
+                herd.notify(done, timeout=4, markup=False)
 
-        self.app.run_worker(run(), name=what, group=f"fleet-call:{machine}", exit_on_error=False)
+        self._app().run_worker(run(), name=what, group=f"fleet-call:{machine}", exit_on_error=False)

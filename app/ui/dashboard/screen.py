@@ -1,5 +1,5 @@
-"""The dashboard screen: layout, what is selected and what is painted; the actions the keys run are in
-dashboard/actions.py.
+"""The dashboard screen: layout, what is selected and what is painted; what the keys do to the fleet is in
+dashboard/actions.py (FleetActions), which the screen's actions hand the selected machine and model.
 
 The app (app.py) owns the data: the fleet, HerdState and the live feed that folds fleet events into it. This
 screen shows that state (`paint`, called by the feed at most every 50 ms) and turns keys into Fleet commands,
@@ -27,20 +27,22 @@ from app.services.core.textsafe import visible
 from app.services.lifecycle.llama_server_binary import HOW_TO_GET
 from app.ui.dashboard import keys
 from app.ui.dashboard.action_feedback import ActionNotices, one_line_failure
-from app.ui.dashboard.actions import DashboardActions
+from app.ui.dashboard.actions import FleetActions
 from app.ui.dashboard.failure_history import FailureLink, with_history_key
+from app.ui.dashboard.first_run_notice import FirstRunNotice, first_run_text
 from app.ui.dashboard.fit_verdicts import FitAdvisor
 from app.ui.dashboard.fleet_table import FleetTable, fleet_key
 from app.ui.dashboard.footer import QuietFooter
 from app.ui.dashboard.log_panel import LogPanel
-from app.ui.dashboard.machines_pane import FirstRunNotice, MachinesPane, first_run_text
+from app.ui.dashboard.machines_pane import MachinesPane
 from app.ui.dashboard.model_table import KeyedTable, ModelTable
 from app.ui.dashboard.prompt import Prompt
 from app.ui.dashboard.reason_cells import reason_note, reason_notes
 from app.ui.dashboard.repeat_failures import RepeatedFailures
 from app.ui.dashboard.unreachable_notice import UnreachableNotices, unreachable_sentence
-from app.ui.patches.textual_watchers import prune_closed_watchers
-from app.ui.screens.help import HelpRow
+from app.ui.patches.textual_internals import prune_closed_watchers
+from app.ui.screens.help import HelpRow, HelpScreen
+from app.ui.screens.history import HistoryScreen
 from app.ui.state.herd_state import Changes
 from app.ui.text.format import BAD, BUSY, DIM, OK, is_down
 from app.ui.widgets.virtual_table import VirtualTable
@@ -52,7 +54,7 @@ ERROR_DEDUP_SECONDS = 5.0
 FIT_REPAINT_EVERY = 0.25  # the fleet view's fit column, at most this often while estimates arrive
 
 
-class DashboardScreen(DashboardActions, Screen[None]):
+class DashboardScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = keys.BINDINGS
 
     def __init__(self) -> None:
@@ -68,6 +70,7 @@ class DashboardScreen(DashboardActions, Screen[None]):
         self._fit_due = False
         self.notices = ActionNotices()
         self._unreachable = UnreachableNotices()
+        self.fleet_actions = FleetActions(lambda: self.app, self.notices, self.repeated_failures, self._fleet_refused)
 
     @property
     def herd(self) -> HerdApi:
@@ -358,7 +361,79 @@ class DashboardScreen(DashboardActions, Screen[None]):
         mine = (st.by_id[model],) if model is not None and model in st.by_id else ()
         return True if enabled_when(keys.Target(st.view, model, mine, self.herd.fleet.has_files)) else None
 
-    # ---- actions (the rest are in DashboardActions) ----
+    # ---- actions on the target (what they do to the fleet is FleetActions') ----
+
+    def load(self, machine: str, model: str) -> None:
+        self.fleet_actions.load(machine, model)
+
+    def unload(self, machine: str, model: str) -> None:
+        self.fleet_actions.unload(machine, model)
+
+    def action_load(self) -> None:
+        target = self.target()
+        if target and target[1]:
+            self.fit.load_asking(target[0], target[1], self.load)  # asks first when it will not fit or evicts
+
+    def action_unload(self) -> None:
+        target = self.target()
+        if target and target[1]:
+            self.unload(target[0], target[1])
+
+    def action_reload(self) -> None:
+        target = self.target()
+        if target:
+            self.fleet_actions.reload(target[0])
+
+    def action_start_router(self) -> None:
+        target = self.target()
+        if target:
+            self.fleet_actions.start_router(target[0])
+
+    def action_stop_router(self) -> None:
+        target = self.target()
+        if target:
+            self.fleet_actions.stop_router(target[0])
+
+    def action_edit_preset(self) -> None:
+        target = self.target()
+        if target and target[1]:
+            self.fleet_actions.edit_preset(target[0], target[1])
+
+    def action_edit_global_preset(self) -> None:
+        target = self.target()
+        if target:
+            self.fleet_actions.edit_preset(target[0], "*")
+
+    def action_model_files(self) -> None:
+        target = self.target()
+        if target:
+            self.fleet_actions.model_files(target[0])
+
+    def _fleet_refused(self, machine: str, what: str, error: HerdError) -> None:
+        """A Fleet command refused (FleetActions noted it in HerdState): the card, the hint and a toast say so."""
+        self.machines.update_machine(self.herd.state.get(machine))
+        self._paint_hint()
+        self.notify_error(str(error), f"could not {what}", machine)
+
+    def action_goto_log(self) -> None:
+        target = self.target()
+        if not target:
+            return
+        machine, model = target
+        if machine != self.selected_machine:
+            self.select_machine(machine)
+        self.logs.current_model = model
+        self.logs.show_model(model)
+        self.logs.following = True
+        self.logs.focus()
+
+    def action_history(self) -> None:
+        query = self.failure_link.query(time.monotonic())  # just after a model's failure: that model's history
+        self.app.push_screen(HistoryScreen(self.herd.history, self.herd.now, query))
+
+    def action_help(self) -> None:
+        hint = str(self.herd.config_path) if self.herd.config_path else "config.toml"
+        self.app.push_screen(HelpScreen(self.binding_rows(), hint))
 
     def _fit_arrived(self, machine: str) -> None:
         # Estimates arrive one by one (thousands for a big preset): the fit column is repainted once per interval.
