@@ -1,5 +1,5 @@
-"""/health on one kept connection (kept_get.py): reused against the real router, replaced when the router closed it,
-dropped after no answer, and the router's refusal or garbage said as before."""
+"""/health on one kept connection (router/http1.py's KeptGet): reused against the real router, replaced when the
+router closed it, dropped after no answer, and the router's refusal or garbage said as before."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""RouterClient: one httpx.AsyncClient per router, typed answers, typed failures, and the live event stream."""
+"""RouterClient: one httpx.AsyncClient per router, typed answers, typed failures. Its live event stream is
+router/event_stream.py's, over this client: `events()`."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from app.services.core.backoff import Backoff
-from app.services.core.bounded import MAX_JSON_BYTES, read_capped, read_head, sse_payloads
+from app.services.core.bounded import MAX_JSON_BYTES, read_capped, read_head
 from app.services.core.errors import (
     AuthRefused,
     BadAnswer,
@@ -24,33 +25,21 @@ from app.services.core.errors import (
     RouterUnreachable,
     SentNoAnswer,
 )
-from app.services.core.router_types import (
-    ModelInfo,
-    ModelListEvent,
-    ModelProps,
-    ModelsReloadEvent,
-    RouterEvent,
-    RouterProps,
-    StreamState,
-    StreamStateEvent,
-)
+from app.services.core.router_types import ModelInfo, ModelProps, RouterEvent, RouterProps
 from app.services.core.waits import within
-from app.services.router.kept_get import KeptGet
-from app.services.router.parse import error_message, parse_event, parse_model_props, parse_models, parse_router_props
-from app.services.router.plain_get import plain_get
+from app.services.router.http1 import KeptGet, plain_get
+from app.services.router.parse import error_message, parse_model_props, parse_models, parse_router_props
 
-# The SSE stream has no keep-alives, so silence is normal; the full list is re-read this often while idle.
+# The event stream's defaults (router/event_stream.py), here with events(), its way in: the SSE stream has no
+# keep-alives, so silence is normal; the full list is re-read this often while idle.
 REFRESH_INTERVAL = 30.0
 POLL_INTERVAL = 2.0
-# Liveness: the stream has no keep-alives, so after this much silence /health is asked, and a router that does
-# not answer it within HEALTH_BOUND is "not answering" (a SIGSTOPped router accepts connections and says nothing).
-HEALTH_EVERY = 1.5
+# Liveness: a router that does not answer /health within this is "not answering" (a SIGSTOPped router accepts
+# connections and says nothing); the event stream asks it in its silences.
 HEALTH_BOUND = 2.5
-# A stream that sends no headers within this is reported, not waited on forever.
-HEADERS_TIMEOUT = 4.0
-# Every bound above is for the router's own answer; over a slow link each also gets this many of the link's
-# measured round trips (a forwarded channel to open, the request, the answer), so a slow but healthy link is not
-# shown as "no answer".
+# Every bound (HEALTH_BOUND, each request's timeout, the event stream's wait for its headers) is for the router's
+# own answer; over a slow link each also gets this many of the link's measured round trips (a forwarded channel
+# to open, the request, the answer), so a slow but healthy link is not shown as "no answer".
 LINK_ROUND_TRIPS = 4
 # An answer this big (a list of ~7,000 models) is decoded with the garbage collector paused (see _collector_paused);
 # a 2,000-model list (1.2 MB) decodes in ~15 ms and is left as it was.
@@ -118,7 +107,7 @@ class RouterClient:
         # /health is asked every 1.5 s of silence and is the router's own answer (never proxied), so it keeps
         # one connection open: over ssh that is one forwarded channel, not a new one per check. A plain
         # http://host:port (every router llamaherd reaches, tunnelled or not) is asked through KeptGet instead,
-        # at a fifth of httpx's CPU (router/kept_get.py); this client serves the other URLs.
+        # at a fifth of httpx's CPU (router/http1.py); this client serves the other URLs.
         self._probe = httpx.AsyncClient(
             base_url=self.base_url,
             headers=headers,
@@ -170,7 +159,7 @@ class RouterClient:
                 resp = await client.send(req, stream=True)
                 try:
                     if resp.status_code >= 400:
-                        raise _refusal(resp, await read_head(resp), method, path)
+                        raise refusal(resp, await read_head(resp), method, path)
                     body = await read_capped(resp, limit, where)
                 finally:
                     await resp.aclose()
@@ -182,7 +171,7 @@ class RouterClient:
                 ) from None
             raise RouterNotAnswering(f"{where}: router not answering (no answer within {bound:g} s)") from None
         except httpx.TransportError as e:
-            raise RouterUnreachable(f"{method} {self.base_url}{path}: {_reason(e)}") from None
+            raise RouterUnreachable(f"{method} {self.base_url}{path}: {transport_reason(e)}") from None
         return resp, body
 
     async def _json(self, method: str, path: str, **kw: Any) -> Any:
@@ -199,7 +188,7 @@ class RouterClient:
     # ---- API ----
 
     async def health(self, timeout: float | None = None) -> bool:
-        if self._kept is not None:  # the cheap path: see kept_get
+        if self._kept is not None:  # the cheap path: see http1.py
             bound = self.bound(timeout or self.timeout)
             raw = await self._kept.get("/health", MAX_JSON_BYTES, bound, f"{self.name}: GET /health")
             try:
@@ -250,7 +239,7 @@ class RouterClient:
         Asking /metrics does not keep a child awake (the router's idle timer ignores it)."""
         path = f"/metrics?model={quote(model, safe='')}&autoload=false"
         url = urlsplit(self.base_url)
-        if url.scheme == "http" and url.hostname and not url.path.strip("/"):  # the cheap path: see plain_get
+        if url.scheme == "http" and url.hostname and not url.path.strip("/"):  # the cheap path: see http1.py
             port = url.port or 80
             where = f"{self.name}: GET {path}"
             body = await plain_get(url.hostname, port, path, self._headers, limit, timeout or self.timeout, where)
@@ -266,188 +255,37 @@ class RouterClient:
 
     # ---- live events ----
 
-    async def events(
+    def events(
         self,
         *,
         refresh_interval: float = REFRESH_INTERVAL,
         poll_interval: float = POLL_INTERVAL,
         backoff: Backoff | None = None,
     ) -> AsyncGenerator[RouterEvent, None]:
-        """Every router event, forever, across disconnects and restarts.
+        """Every router event, forever, across disconnects and restarts: router/event_stream.py's stream over this
+        client (what it yields and when is said there)."""
+        # Imported here, not above: the stream is built on this module's client, so it imports this module.
+        from app.services.router.event_stream import router_events
 
-        Each (re)connect yields a StreamStateEvent and then the full list (ModelListEvent), because SSE replays
-        nothing: what changed while we were away is only in the list. The list is also re-read on
-        models_reload and every `refresh_interval` seconds of silence. Where /models/sse does not exist the
-        stream polls /models every `poll_interval` seconds instead and says so.
+        return router_events(self, refresh_interval=refresh_interval, poll_interval=poll_interval, backoff=backoff)
 
-        A router that stops answering (its /health, or the stream's headers, not within their bound) yields
-        StreamStateEvent(NOT_ANSWERING); while connected the session stays open and says "connected" again,
-        with a fresh list, as soon as /health answers.
-        """
-        backoff = backoff or Backoff()
-        while True:
-            state = StreamState.DISCONNECTED
-            try:
-                # Closed here, not by the garbage collector in a task of its own, when our caller stops reading:
-                # its reader task and connection end with it (one was found still reading at quit).
-                async with contextlib.aclosing(self._sse_session(refresh_interval, backoff)) as session:
-                    async for ev in session:
-                        yield ev
-                reason = "event stream closed by the router"
-            except _NoSse:
-                try:
-                    async with contextlib.aclosing(self._poll_session(poll_interval, backoff)) as polls:
-                        async for ev in polls:
-                            yield ev
-                    reason = "polling stopped"
-                except RouterNotAnswering as e:
-                    state, reason = StreamState.NOT_ANSWERING, str(e)
-                except (RouterUnreachable, RouterRefused, BadAnswer) as e:
-                    reason = str(e)
-            except RouterNotAnswering as e:
-                state, reason = StreamState.NOT_ANSWERING, str(e)
-            except (RouterUnreachable, RouterRefused, BadAnswer) as e:
-                reason = str(e)
-            except (httpx.TransportError, httpx.StreamError) as e:
-                reason = _reason(e)
-            delay = backoff.next()
-            yield StreamStateEvent(model="", state=state, reason=reason, retry_in=delay)
-            await asyncio.sleep(delay)
-
-    async def _open_stream(self) -> tuple[Any, httpx.Response]:
-        where = f"{self.name}: GET /models/sse"
-        cm = self._http.stream("GET", "/models/sse", timeout=httpx.Timeout(self.bound(self.timeout), read=None))
+    async def open_stream(self, path: str, headers_within: float) -> tuple[Any, httpx.Response]:
+        """A GET whose answer is read as it comes (the event stream): its context manager and its answer, once the
+        headers are in. No read timeout, since silence is normal on a stream; the headers bounded by
+        `headers_within` seconds."""
+        where = f"{self.name}: GET {path}"
+        cm = self._http.stream("GET", path, timeout=httpx.Timeout(self.bound(self.timeout), read=None))
         try:
             # httpx's read timeout is off for the stream (silence is normal there), which also left the wait
             # for its headers unbounded: a router that accepted the connection and said nothing hung us forever.
-            resp = await within(cm.__aenter__(), self.bound(HEADERS_TIMEOUT))
+            resp = await within(cm.__aenter__(), self.bound(headers_within))
         except (TimeoutError, httpx.TimeoutException):
             raise RouterNotAnswering(
-                f"{where}: router not answering (no headers within {self.bound(HEADERS_TIMEOUT):g} s)"
+                f"{where}: router not answering (no headers within {self.bound(headers_within):g} s)"
             ) from None
         except httpx.TransportError as e:
-            raise RouterUnreachable(f"GET {self.base_url}/models/sse: {_reason(e)}") from None
+            raise RouterUnreachable(f"GET {self.base_url}{path}: {transport_reason(e)}") from None
         return cm, resp
-
-    async def _sse_session(self, refresh_interval: float, backoff: Backoff) -> AsyncGenerator[RouterEvent, None]:
-        # Bounded: a router flooding events waits for us instead of filling memory.
-        queue: asyncio.Queue[str | BaseException | None] = asyncio.Queue(maxsize=256)
-        cm, resp = await self._open_stream()
-        reader: asyncio.Task[None] | None = None
-        try:
-            if resp.status_code == 404:
-                raise _NoSse()
-            if resp.status_code >= 400:
-                raise _refusal(resp, await read_head(resp), "GET", "/models/sse")
-            reader = asyncio.create_task(_read_sse(resp, queue, f"{self.name}: GET /models/sse"))
-            # The list is read after the stream is open, so no change can fall between the two.
-            models = await self._watched_models()
-            yield StreamStateEvent(model="", state=StreamState.CONNECTED)
-            yield ModelListEvent(model="*", models=tuple(models))
-            # The backoff is reset by the first event or answered /health, not by the connect: a router that
-            # connects and then sends garbage (a line without end) is retried ever more slowly, not every 0.5 s.
-            loop = asyncio.get_running_loop()
-            heard = loop.time()  # the last time the router said anything
-            answering = True
-            while True:
-                try:
-                    # Not asyncio.wait_for: on 3.11 it loses a cancel that meets an arriving event (core/waits.py).
-                    item = await within(queue.get(), min(HEALTH_EVERY, refresh_interval))
-                except TimeoutError:
-                    alive, why = await self._answers()
-                    if alive:
-                        backoff.reset()
-                    if alive != answering:
-                        answering = alive
-                        if not alive:
-                            yield StreamStateEvent(model="", state=StreamState.NOT_ANSWERING, reason=why)
-                            continue
-                        yield StreamStateEvent(model="", state=StreamState.CONNECTED)
-                        heard = 0.0  # what changed while it was silent is only in the list
-                    if alive and loop.time() - heard >= refresh_interval:
-                        yield ModelListEvent(model="*", models=tuple(await self._watched_models()))
-                        heard = loop.time()
-                    continue
-                if item is None:
-                    return
-                if isinstance(item, BaseException):
-                    raise item
-                heard = loop.time()
-                backoff.reset()
-                if not answering:
-                    answering = True
-                    yield StreamStateEvent(model="", state=StreamState.CONNECTED)
-                ev = parse_event(item)
-                yield ev
-                if isinstance(ev, ModelsReloadEvent):
-                    yield ModelListEvent(model="*", models=tuple(await self._watched_models()))
-        finally:
-            if reader is not None:
-                reader.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await reader
-            with contextlib.suppress(Exception):
-                await cm.__aexit__(None, None, None)
-
-    async def _watched_models(self) -> list[ModelInfo]:
-        """GET /models, with /health asked beside it while it takes long: a router that stops answering in the
-        middle is reported within HEALTH_EVERY + HEALTH_BOUND, not after the whole request timeout (a big list
-        over a slow link may take long and still be fine, as long as /health answers)."""
-        task = asyncio.ensure_future(self.models())
-        try:
-            while True:
-                done, _ = await asyncio.wait({task}, timeout=HEALTH_EVERY)
-                if done:
-                    return task.result()
-                alive, why = await self._answers()
-                if not alive and not task.done():
-                    raise RouterNotAnswering(why)
-        finally:
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-
-    async def _answers(self) -> tuple[bool, str]:
-        """Whether /health answers within HEALTH_BOUND, and why not."""
-        try:
-            await self.health(timeout=HEALTH_BOUND)
-        except RouterNotAnswering:
-            why = f"no answer within {self.bound(HEALTH_BOUND):g} s"
-            return False, f"{self.name}: router not answering (/health: {why})"
-        except (RouterUnreachable, RouterRefused, BadAnswer) as e:
-            return False, f"{self.name}: router not answering (/health: {e})"
-        return True, ""
-
-    async def _poll_session(self, poll_interval: float, backoff: Backoff) -> AsyncGenerator[RouterEvent, None]:
-        models = await self._watched_models()
-        backoff.reset()
-        yield StreamStateEvent(
-            model="", state=StreamState.POLLING, reason="this router has no /models/sse; polling /models"
-        )
-        yield ModelListEvent(model="*", models=tuple(models))
-        while True:
-            await asyncio.sleep(poll_interval)
-            fresh = await self._watched_models()
-            if fresh != models:
-                models = fresh
-                yield ModelListEvent(model="*", models=tuple(models))
-
-
-class _NoSse(Exception):
-    """The router has no /models/sse (an older llama-server)."""
-
-
-async def _read_sse(resp: httpx.Response, queue: asyncio.Queue[str | BaseException | None], what: str) -> None:
-    """Collect `data:` lines into events; a blank line ends one (several data lines join with \\n)."""
-    try:
-        async for payload in sse_payloads(resp.aiter_bytes(), what):
-            await queue.put(payload)
-        await queue.put(None)
-    except (httpx.TransportError, httpx.StreamError) as e:
-        await queue.put(RouterUnreachable(f"event stream lost: {_reason(e)}"))
-    except BadAnswer as e:
-        await queue.put(e)
 
 
 def _decoded(resp: httpx.Response, body: bytes, name: str, method: str, path: str) -> Any:
@@ -460,14 +298,16 @@ def _decoded(resp: httpx.Response, body: bytes, name: str, method: str, path: st
         ) from None
 
 
-def _refusal(resp: httpx.Response, body: str, method: str, path: str) -> RouterRefused:
+def refusal(resp: httpx.Response, body: str, method: str, path: str) -> RouterRefused:
+    """The router's 4xx/5xx answer (`body`, its head) as a typed failure."""
     msg = error_message(body)
     if resp.status_code == 401:
         return AuthRefused(401, f"API key refused ({msg})", method, path)
     return RouterRefused(resp.status_code, msg, method, path)
 
 
-def _reason(e: BaseException) -> str:
+def transport_reason(e: BaseException) -> str:
+    """An httpx failure in words, a refused connection said so."""
     text = str(e) or type(e).__name__
     if "Connection refused" in text or "connect" in type(e).__name__.lower():
         return f"connection refused ({text})" if "refused" not in text else text

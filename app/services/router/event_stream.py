@@ -1,0 +1,206 @@
+"""A router's live event stream, over its RouterClient: `/models/sse` read into typed events, the full list
+(`GET /models`) at every connect and after silence, `/health` asked in the silences, and polling `/models` where the
+stream does not exist. Apart from the client's REST calls, which it uses; `RouterClient.events()` is its way in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator
+
+import httpx
+
+from app.services.core.backoff import Backoff
+from app.services.core.bounded import read_head, sse_payloads
+from app.services.core.errors import BadAnswer, RouterNotAnswering, RouterRefused, RouterUnreachable
+from app.services.core.router_types import (
+    ModelInfo,
+    ModelListEvent,
+    ModelsReloadEvent,
+    RouterEvent,
+    StreamState,
+    StreamStateEvent,
+)
+from app.services.core.waits import within
+from app.services.router.client import HEALTH_BOUND, RouterClient, refusal, transport_reason
+from app.services.router.parse import parse_event
+
+# Liveness: the stream has no keep-alives, so after this much silence /health is asked (a router that does not
+# answer it within HEALTH_BOUND is "not answering": a SIGSTOPped router accepts connections and says nothing).
+HEALTH_EVERY = 1.5
+# A stream that sends no headers within this is reported, not waited on forever.
+HEADERS_TIMEOUT = 4.0
+
+
+async def router_events(
+    client: RouterClient, *, refresh_interval: float, poll_interval: float, backoff: Backoff | None
+) -> AsyncGenerator[RouterEvent, None]:
+    """Every router event, forever, across disconnects and restarts.
+
+    Each (re)connect yields a StreamStateEvent and then the full list (ModelListEvent), because SSE replays
+    nothing: what changed while we were away is only in the list. The list is also re-read on
+    models_reload and every `refresh_interval` seconds of silence. Where /models/sse does not exist the
+    stream polls /models every `poll_interval` seconds instead and says so.
+
+    A router that stops answering (its /health, or the stream's headers, not within their bound) yields
+    StreamStateEvent(NOT_ANSWERING); while connected the session stays open and says "connected" again,
+    with a fresh list, as soon as /health answers.
+    """
+    backoff = backoff or Backoff()
+    while True:
+        state = StreamState.DISCONNECTED
+        try:
+            # Closed here, not by the garbage collector in a task of its own, when our caller stops reading:
+            # its reader task and connection end with it (one was found still reading at quit).
+            async with contextlib.aclosing(_sse_session(client, refresh_interval, backoff)) as session:
+                async for ev in session:
+                    yield ev
+            reason = "event stream closed by the router"
+        except _NoSse:
+            try:
+                async with contextlib.aclosing(_poll_session(client, poll_interval, backoff)) as polls:
+                    async for ev in polls:
+                        yield ev
+                reason = "polling stopped"
+            except RouterNotAnswering as e:
+                state, reason = StreamState.NOT_ANSWERING, str(e)
+            except (RouterUnreachable, RouterRefused, BadAnswer) as e:
+                reason = str(e)
+        except RouterNotAnswering as e:
+            state, reason = StreamState.NOT_ANSWERING, str(e)
+        except (RouterUnreachable, RouterRefused, BadAnswer) as e:
+            reason = str(e)
+        except (httpx.TransportError, httpx.StreamError) as e:
+            reason = transport_reason(e)
+        delay = backoff.next()
+        yield StreamStateEvent(model="", state=state, reason=reason, retry_in=delay)
+        await asyncio.sleep(delay)
+
+
+async def _sse_session(
+    client: RouterClient, refresh_interval: float, backoff: Backoff
+) -> AsyncGenerator[RouterEvent, None]:
+    # Bounded: a router flooding events waits for us instead of filling memory.
+    queue: asyncio.Queue[str | BaseException | None] = asyncio.Queue(maxsize=256)
+    cm, resp = await client.open_stream("/models/sse", HEADERS_TIMEOUT)
+    reader: asyncio.Task[None] | None = None
+    try:
+        if resp.status_code == 404:
+            raise _NoSse()
+        if resp.status_code >= 400:
+            raise refusal(resp, await read_head(resp), "GET", "/models/sse")
+        reader = asyncio.create_task(_read_sse(resp, queue, f"{client.name}: GET /models/sse"))
+        # The list is read after the stream is open, so no change can fall between the two.
+        models = await _watched_models(client)
+        yield StreamStateEvent(model="", state=StreamState.CONNECTED)
+        yield ModelListEvent(model="*", models=tuple(models))
+        # The backoff is reset by the first event or answered /health, not by the connect: a router that
+        # connects and then sends garbage (a line without end) is retried ever more slowly, not every 0.5 s.
+        loop = asyncio.get_running_loop()
+        heard = loop.time()  # the last time the router said anything
+        answering = True
+        while True:
+            try:
+                # Not asyncio.wait_for: on 3.11 it loses a cancel that meets an arriving event (core/waits.py).
+                item = await within(queue.get(), min(HEALTH_EVERY, refresh_interval))
+            except TimeoutError:
+                alive, why = await _answers(client)
+                if alive:
+                    backoff.reset()
+                if alive != answering:
+                    answering = alive
+                    if not alive:
+                        yield StreamStateEvent(model="", state=StreamState.NOT_ANSWERING, reason=why)
+                        continue
+                    yield StreamStateEvent(model="", state=StreamState.CONNECTED)
+                    heard = 0.0  # what changed while it was silent is only in the list
+                if alive and loop.time() - heard >= refresh_interval:
+                    yield ModelListEvent(model="*", models=tuple(await _watched_models(client)))
+                    heard = loop.time()
+                continue
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            heard = loop.time()
+            backoff.reset()
+            if not answering:
+                answering = True
+                yield StreamStateEvent(model="", state=StreamState.CONNECTED)
+            ev = parse_event(item)
+            yield ev
+            if isinstance(ev, ModelsReloadEvent):
+                yield ModelListEvent(model="*", models=tuple(await _watched_models(client)))
+    finally:
+        if reader is not None:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+        with contextlib.suppress(Exception):
+            await cm.__aexit__(None, None, None)
+
+
+async def _watched_models(client: RouterClient) -> list[ModelInfo]:
+    """GET /models, with /health asked beside it while it takes long: a router that stops answering in the
+    middle is reported within HEALTH_EVERY + HEALTH_BOUND, not after the whole request timeout (a big list
+    over a slow link may take long and still be fine, as long as /health answers)."""
+    task = asyncio.ensure_future(client.models())
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=HEALTH_EVERY)
+            if done:
+                return task.result()
+            alive, why = await _answers(client)
+            if not alive and not task.done():
+                raise RouterNotAnswering(why)
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+async def _answers(client: RouterClient) -> tuple[bool, str]:
+    """Whether /health answers within HEALTH_BOUND, and why not."""
+    try:
+        await client.health(timeout=HEALTH_BOUND)
+    except RouterNotAnswering:
+        why = f"no answer within {client.bound(HEALTH_BOUND):g} s"
+        return False, f"{client.name}: router not answering (/health: {why})"
+    except (RouterUnreachable, RouterRefused, BadAnswer) as e:
+        return False, f"{client.name}: router not answering (/health: {e})"
+    return True, ""
+
+
+async def _poll_session(
+    client: RouterClient, poll_interval: float, backoff: Backoff
+) -> AsyncGenerator[RouterEvent, None]:
+    models = await _watched_models(client)
+    backoff.reset()
+    yield StreamStateEvent(
+        model="", state=StreamState.POLLING, reason="this router has no /models/sse; polling /models"
+    )
+    yield ModelListEvent(model="*", models=tuple(models))
+    while True:
+        await asyncio.sleep(poll_interval)
+        fresh = await _watched_models(client)
+        if fresh != models:
+            models = fresh
+            yield ModelListEvent(model="*", models=tuple(models))
+
+
+class _NoSse(Exception):
+    """The router has no /models/sse (an older llama-server)."""
+
+
+async def _read_sse(resp: httpx.Response, queue: asyncio.Queue[str | BaseException | None], what: str) -> None:
+    """Collect `data:` lines into events; a blank line ends one (several data lines join with \\n)."""
+    try:
+        async for payload in sse_payloads(resp.aiter_bytes(), what):
+            await queue.put(payload)
+        await queue.put(None)
+    except (httpx.TransportError, httpx.StreamError) as e:
+        await queue.put(RouterUnreachable(f"event stream lost: {transport_reason(e)}"))
+    except BadAnswer as e:
+        await queue.put(e)
