@@ -20,7 +20,7 @@ from app.tinymodels import TinySpec, write_corrupt_model, write_tiny_model
 from tests.helpers.delay_proxy import DelayProxy
 from tests.helpers.herd import Herd
 from tests.helpers.router import RouterProc, preset_text
-from tests.sshd import SshdUnavailable, SshServer, start_sshd
+from tests.helpers.sshd import SshdUnavailable, SshServer, start_sshd
 
 
 def workdir() -> Path:

@@ -1,6 +1,6 @@
 """Peak RSS of llamaherd against a hostile router on loopback: the headless commands and the dashboard.
 
-Each case runs the real `python -m app` against tests/faults/hostile_http.py and reads the kernel's high-water
+Each case runs the real `python -m app` against tests/helpers/hostile_http.py and reads the kernel's high-water
 mark (VmHWM). A process that passes the cap (default 1500 MB) is killed at once and reported as such: that is
 what the code before the size limits did. `--app DIR` measures another checkout's `app` package (the "before").
 
@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.common import workdir
-from tests.faults import hostile_http as H
-from tests.faults.measure import dashboard_peak, run_llamaherd
+from tests.helpers import hostile_http as H
+from tests.helpers.measure_rss import dashboard_peak, run_llamaherd
 
 Answer = Callable[[socket.socket, threading.Event], None]
 

@@ -20,7 +20,7 @@ from app.services.lifecycle.llama_server_binary import find_llama_server
 from app.services.machine.machine import Machine
 from bench.common import figures, tiny_models, workdir
 from tests.helpers.router import preset_text
-from tests.sshd import SshdUnavailable, start_sshd
+from tests.helpers.sshd import SshdUnavailable, start_sshd
 
 
 def exited(m: Machine) -> bool:

@@ -20,9 +20,9 @@ from app.services.machine.machine import Machine
 from app.services.ssh import connection as ssh_connection
 from app.services.ssh.transport import SshTransport
 from bench.common import workdir
-from tests.faults.netns import Link, NetnsUnavailable, link
+from tests.helpers.netns import Link, NetnsUnavailable, link
+from tests.helpers.sshd import SshdUnavailable, SshServer, start_sshd
 from tests.helpers.wait import wait_for
-from tests.sshd import SshdUnavailable, SshServer, start_sshd
 
 
 def _stats_after(events: list[FleetEvent], k: int) -> Callable[[], bool]:

@@ -45,7 +45,7 @@ from app.services.lifecycle.llama_server_binary import HOW_TO_GET, find_llama_se
 from app.ui.app import make_app
 from bench.common import figures, tiny_models, workdir
 from tests.helpers.router import preset_text
-from tests.sshd import SshdUnavailable, start_sshd
+from tests.helpers.sshd import SshdUnavailable, start_sshd
 
 ROOT = Path(__file__).resolve().parents[1]
 

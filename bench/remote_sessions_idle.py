@@ -1,5 +1,5 @@
 """Remote sessions an idle dashboard opens per minute: one ssh machine (a real OpenSSH sshd on 127.0.0.1, the
-fixture server of tests/sshd.py) with one managed router, followed by a Machine as the dashboard follows it
+fixture server of tests/helpers/sshd.py) with one managed router, followed by a Machine as the dashboard follows it
 (host stats, the router's process-tree RSS, its event stream and log tail). After a settling time the bench
 counts, over a window, the ssh sessions sshd started (its "Starting session:" lines at LogLevel VERBOSE: each is
 one channel that ran a command, and one start of the user's login shell), the commands run through the
@@ -33,7 +33,7 @@ from app.services.machine.machine import Machine
 from app.services.ssh.transport import SshTransport
 from bench.common import figures, tiny_models, workdir
 from tests.helpers.router import preset_text
-from tests.sshd import SshdUnavailable, SshServer, start_sshd
+from tests.helpers.sshd import SshdUnavailable, SshServer, start_sshd
 
 
 def _sessions(server: SshServer) -> int:

@@ -1,5 +1,5 @@
 """How long an ssh machine takes to come up: SshTransport.connect() against a real OpenSSH sshd on 127.0.0.1
-(the fixture server of tests/sshd.py), then one small command over the open connection.
+(the fixture server of tests/helpers/sshd.py), then one small command over the open connection.
 
 The connect figure is TCP + key exchange + public-key auth + host-key check (no network latency: loopback).
 The command figure includes the remote user's login shell starting (its ~/.bashrc), which dominates.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from app.services.ssh.transport import SshTransport
 from bench.common import figures
-from tests.sshd import SshdUnavailable, start_sshd
+from tests.helpers.sshd import SshdUnavailable, start_sshd
 
 
 async def main(n: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from app.services.lifecycle.llama_server_binary import HOW_TO_GET, find_llama_server
 from app.tinymodels import TinySpec, write_corrupt_model, write_tiny_model
 from tests.helpers.herd import Herd, local_config
-from tests.helpers.needs import missing
+from tests.helpers.needs import missing, require
 from tests.helpers.router import RouterProc, preset_text
 
 # A suite started in the background by a non-interactive shell (`make test &`, nohup) has SIGINT ignored, and
@@ -20,18 +21,52 @@ from tests.helpers.router import RouterProc, preset_text
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-# One sshd (and one without SFTP) for the whole session, shared by every module that asks for them.
-pytest_plugins = ["tests.sshd"]
+# The fixtures of tests/helpers/sshd.py (one sshd, and one without SFTP, for the whole session, shared by every module
+# that asks for them) and tests/helpers/tmux.py (a tmux server of the test's own).
+pytest_plugins = ["tests.helpers.sshd", "tests.helpers.tmux"]
 
-SSHD_FIXTURES = {"sshd", "sshd_nosftp", "any_sshd"}
+# What a test needs, as the fixtures it takes (directly or through other fixtures) tell it: a test that takes one
+# of these carries the marker, so `-m "not ssh"` (and the others) really leave that component out. The markers are
+# described in pyproject.toml. A test that needs one another way carries the marker itself (pytestmark, or
+# pytest.param(..., marks=...) for a parameter that picks an sshd with request.getfixturevalue).
+NEEDS: dict[str, frozenset[str]] = {
+    "ssh": frozenset({"sshd", "sshd_nosftp", "any_sshd"}),
+    # make_router, router, herd and every other fixture that starts a router (or the demo) take it
+    "llama_server": frozenset({"llama_server"}),
+    "tmux": frozenset({"tmux"}),
+    "root": frozenset({"needs_root"}),
+}
+
+
+def fixtures_used(item: pytest.Item) -> set[str]:
+    """Every fixture the test takes, directly or through other fixtures. Also what a fixture takes through the one
+    of the same name it overrides, which pytest's own closure (item.fixturenames) leaves out: the `herd(herd)` of
+    tests/integration/test_cli_preset.py would otherwise hide the llama_server that conftest's herd takes."""
+    used = set(getattr(item, "fixturenames", ()))
+    manager = item.session._fixturemanager
+    todo = list(used)
+    while todo:
+        for fixturedef in manager.getfixturedefs(todo.pop(), item) or ():
+            for name in fixturedef.argnames:
+                if name not in used:
+                    used.add(name)
+                    todo.append(name)
+    return used
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test that asks for an sshd carries the `ssh` marker, so `-m "not ssh"` really leaves sshd out.
-    (A test that picks its sshd with request.getfixturevalue must carry the marker itself.)"""
     for item in items:
-        if SSHD_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.ssh)
+        used = fixtures_used(item)
+        for marker, fixtures in NEEDS.items():
+            if fixtures & used:
+                item.add_marker(marker)
+
+
+@pytest.fixture(scope="session")
+def needs_root() -> None:
+    """Root, for what only root may do: make a network namespace, mount a tmpfs, add a second Unix user. Take it
+    (or @pytest.mark.usefixtures("needs_root")) before doing any of these; the test then carries the `root` marker."""
+    require(os.geteuid() == 0, "this test needs root (network namespaces, tmpfs mounts, a second Unix user)")
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ from app.services.activity.metrics import METRICS_LIMIT
 from app.services.activity.poll import ActivityPoller, Target
 from app.services.core.errors import AnswerTooBig, BadAnswer, HerdError, RouterNotAnswering, RouterRefused
 from app.services.router.client import RouterClient
-from tests.faults import hostile_http as H
+from tests.helpers import hostile_http as H
 
 Answer = Callable[[socket.socket, threading.Event], None]
 

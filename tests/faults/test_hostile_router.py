@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults import hostile_http as H
-from tests.faults.measure import ROOT, Measured, dashboard_peak, run_llamaherd
+from tests.helpers import hostile_http as H
+from tests.helpers.measure_rss import ROOT, Measured, dashboard_peak, run_llamaherd
 from tests.helpers.needs import require
 
 RSS_LIMIT_MB = 150.0
@@ -85,6 +85,7 @@ def test_events_reports_the_broken_stream(tmp_path: Path, answer: Answer, state:
     ],
     ids=["endless-body", "endless-line", "no-headers"],
 )
+@pytest.mark.tmux  # dashboard_peak runs the dashboard in a tmux server of its own
 def test_dashboard_stays_up_small_and_says_why(tmp_path: Path, path: str, answer: Answer, expect: str) -> None:
     require(shutil.which("tmux") is not None, "tmux")
     with H.HostileRouter({path: answer}) as r:

@@ -19,8 +19,10 @@ from app.config import Config, MachineConfig
 from app.services.core.textsafe import is_visible
 from app.services.fleet import Fleet
 from app.ui.app import HerdApp, make_app
+from app.ui.screens.help import HelpScreen
 from tests.helpers.herd import Herd, local_config
-from tests.ui.screen import screen_text, wait_for
+from tests.helpers.screen import screen_text
+from tests.helpers.wait import wait_for
 
 SIZE = (130, 44)
 # A section name ends at the first ']' (so no OSC sequence fits in one); a file name or a log line has no limit.
@@ -96,43 +98,44 @@ async def test_walking_the_dashboard_shows_hostile_text_as_text(
     cfg = Config(machines=(MachineConfig(name="here", preset=str(herd.root / "models.ini")),))
     app: HerdApp = make_app(cfg, Fleet(cfg))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5, timeout=20)
-        await wait_for(pilot, lambda: "LOG-PWNED" in screen_text(app), timeout=20)
+        await wait_for(lambda: len(app.dashboard.model_table.rows_now) == 5, timeout=20, pilot=pilot)
+        await wait_for(lambda: "LOG-PWNED" in screen_text(app), timeout=20, pilot=pilot)
         shown = assert_clean(app, "models and log")
         assert "osc\u241bP0;PWNED" in shown and "file\u241b]0;FILE-PWNED" in shown  # there to read, as text
         assert "[bold]not bold[/bold] and [/x]" in shown  # markup-looking text stays literal
         assert "[/x], [bold]loud[/bold]" in shown or "[/x], [bold]" in shown  # aliases, clipped maybe
 
         await pilot.press("f")  # fleet view
-        await pilot.pause(0.3)
+        await wait_for(lambda: app.dashboard.fleet_view and "fleet: every model" in screen_text(app), pilot=pilot)
         assert_clean(app, "fleet view")
         await pilot.press("f")
 
         app.dashboard.model_table.move_cursor(row=app.dashboard.model_table.get_row_index(BROKEN))
         await pilot.press("l")  # a model that fails to load: the toasts name it
-        await wait_for(pilot, lambda: len(app._notifications) > 0, timeout=30)
-        await pilot.pause(0.3)
+        await wait_for(lambda: len(app._notifications) > 0, timeout=30, pilot=pilot)
+        # the failure on screen (this app shows no toasts: run_test without notifications), beside the id
+        await wait_for(lambda: "failed to load" in screen_text(app), timeout=30, pilot=pilot)
         assert "broke\u241b[31mn" in assert_clean(app, "error toast")
         app.dashboard.model_table.move_cursor(row=app.dashboard.model_table.get_row_index(OSC_TITLE))
 
         await pilot.press("ctrl+p")  # the command palette lists "Load <id> on here" for each
         await pilot.pause(0.3)
         await pilot.press(*"load osc")
-        await pilot.pause(0.5)
+        await wait_for(lambda: "Load osc\u241bP0;PWNED" in screen_text(app), pilot=pilot)
         shown = assert_clean(app, "palette")
         assert "Load osc\u241bP0;PWNED" in shown
         await pilot.press("escape")
         await pilot.pause(0.2)
 
         await pilot.press("e")  # the preset editor on the hostile section
-        await wait_for(pilot, lambda: "Preset" in screen_text(app), timeout=20)
+        await wait_for(lambda: "Preset" in screen_text(app), timeout=20, pilot=pilot)
         await pilot.pause(0.5)
         assert_clean(app, "preset editor")
         await pilot.press("escape")
         await pilot.pause(0.2)
 
         await pilot.press("question_mark")
-        await pilot.pause(0.3)
+        await wait_for(lambda: isinstance(app.screen, HelpScreen) and "start_router" in screen_text(app), pilot=pilot)
         assert_clean(app, "help")
         await pilot.press("escape")
         assert app.is_running
@@ -168,7 +171,7 @@ async def test_hostile_events_from_any_router_reach_the_screen_as_text() -> None
     from app.services.core.fleet_events import LogLines, MachineChanged, ModelsChanged, Problem
     from app.services.core.log_lines import LogLine
     from app.services.core.router_types import ModelState, RouterState
-    from tests.ui.standin import NOW, demo_fleet, model, view
+    from tests.helpers.standin_fleet import NOW, demo_fleet, model, view
 
     fleet = demo_fleet()
     app = make_app(Config(), fleet, frozen_time=NOW)
@@ -178,15 +181,17 @@ async def test_hostile_events_from_any_router_reach_the_screen_as_text() -> None
         model(C1, ModelState.UNLOADED, source="src\x1b[2J"),
     )
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) > 0)
+        await wait_for(lambda: len(app.dashboard.model_table.rows_now) > 0, pilot=pilot)
         fleet.emit(ModelsChanged("workstation", hostile_models))
         fleet.emit(LogLines("workstation", tuple(LogLine(raw=t, text=t, model=OSC_TITLE) for t in LOG_LINES)))
         fleet.emit(Problem("workstation", "Saved [tiny-a] in /p/[/x] \x1b]0;PROBLEM\x07", model=OSC_TITLE))
         fleet.emit(MachineChanged("gpu-box", dataclasses.replace(
             view("gpu-box", host="gpu-box"), router_state=RouterState.EXITED, router_reason="boom\x1b[2J[/x]",
         )))  # fmt: skip
-        await wait_for(pilot, lambda: "two\u240alines" in screen_text(app), timeout=10)
-        await pilot.pause(0.3)
+        await wait_for(lambda: "two\u240alines" in screen_text(app), timeout=10, pilot=pilot)
+        # every event shown: the log lines and gpu-box's reason (emitted last) on screen
+        on_screen = ("LOG-PWNED", "[bold]not bold[/bold] and [/x]", "boom\u241b[2J[/x]")
+        await wait_for(lambda: all(t in screen_text(app) for t in on_screen), pilot=pilot)
         shown = assert_clean(app, "hostile events")
         assert "LOG-PWNED" in shown and "[bold]not bold[/bold] and [/x]" in shown
         assert "boom\u241b[2J[/x]" in shown
@@ -199,7 +204,7 @@ async def test_hostile_events_from_any_router_reach_the_screen_as_text() -> None
         await pilot.press("ctrl+p")
         await pilot.pause(0.3)
         await pilot.press(*"load two")
-        await pilot.pause(0.5)
+        await wait_for(lambda: "Load two\u240alines" in screen_text(app), pilot=pilot)
         assert "Load two\u240alines" in assert_clean(app, "palette")
         await pilot.press("escape")
         assert app.is_running

@@ -15,10 +15,10 @@ from app.config import MachineConfig
 from app.services.core.fleet_events import FleetEvent, HostStatsChanged
 from app.services.core.host_types import Connection
 from app.services.machine.machine import Machine
-from tests.faults.netns import Link, NetnsUnavailable, link
 from tests.helpers.needs import missing
+from tests.helpers.netns import Link, NetnsUnavailable, link
+from tests.helpers.sshd import SshdUnavailable, SshServer, start_sshd
 from tests.helpers.wait import wait_for
-from tests.sshd import SshdUnavailable, SshServer, start_sshd
 
 UNREACHABLE_WITHIN = 10.0
 
@@ -28,7 +28,7 @@ def _unavailable(reason: str) -> None:
 
 
 @pytest.fixture
-def far(tmp_path: Path) -> Iterator[tuple[Link, SshServer]]:
+def far(tmp_path: Path, needs_root: None) -> Iterator[tuple[Link, SshServer]]:
     """An sshd inside a fresh network namespace, reached over a veth pair."""
     try:
         with link() as ln:

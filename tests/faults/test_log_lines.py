@@ -16,7 +16,7 @@ from app.services.hosts.local import LocalTransport
 from app.services.hosts.transport import Transport
 from app.services.lifecycle.manager import RouterManager
 from app.services.ssh.transport import SshTransport
-from tests.sshd import SshServer
+from tests.helpers.sshd import SshServer
 
 HUGE = 20 * 1024 * 1024  # a 20 MB line
 

@@ -13,9 +13,9 @@ import pytest
 from app.config import MachineConfig
 from app.services.machine.machine import Machine
 from app.services.presets.store import PresetConflict, PresetStore, set_keys
-from tests.faults.machines import ssh_toml
 from tests.helpers.herd import Herd, local_config
-from tests.sshd import SshServer
+from tests.helpers.machine_toml import ssh_toml
+from tests.helpers.sshd import SshServer
 
 PAIRS = int(os.environ.get("LLAMAHERD_LOCK_PAIRS", "50"))
 AT_ONCE = 4  # pairs running together: 8 llamaherd processes (sshd's MaxStartups allows 10 unauthenticated)
@@ -65,6 +65,7 @@ def test_concurrent_preset_set_pairs_locally_lose_nothing(tmp_path: Path, llama_
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.ssh  # its sshd is picked with request.getfixturevalue
 @pytest.mark.parametrize("kind", ["sftp", "nosftp"])
 def test_concurrent_preset_set_pairs_over_ssh_lose_nothing(
     tmp_path: Path, llama_server: str, kind: str, request: pytest.FixtureRequest
@@ -110,6 +111,7 @@ async def test_a_writer_that_read_before_the_other_wrote_is_refused_locally(tmp_
         await m2.close()
 
 
+@pytest.mark.ssh  # its sshd is picked with request.getfixturevalue
 @pytest.mark.parametrize("kind", ["sftp", "nosftp"])
 async def test_a_writer_that_read_before_the_other_wrote_is_refused_over_ssh(
     tmp_path: Path, llama_server: str, kind: str, request: pytest.FixtureRequest

@@ -24,7 +24,8 @@ from app.services.core.router_types import RouterState
 from app.services.machine.machine import Machine
 from tests.helpers.herd import Herd, local_config
 from tests.helpers.router import RouterProc, preset_text
-from tests.ui.test_tmux import Tmux, tmux  # noqa: F401 - the fixture
+from tests.helpers.tmux import Tmux
+from tests.helpers.wait import wait_for
 
 NOT_ANSWERING_WITHIN = 5.0
 
@@ -41,14 +42,6 @@ def herd(tmp_path: Path, tiny_models: dict[str, Path], llama_server: str) -> Ite
     h.stop_all()
 
 
-async def _until(cond: object, timeout: float) -> float:
-    t0 = time.monotonic()
-    async with asyncio.timeout(timeout):
-        while not cond():  # type: ignore[operator]
-            await asyncio.sleep(0.05)
-    return time.monotonic() - t0
-
-
 async def test_stopped_router_is_not_answering_everywhere_and_comes_back(
     herd: Herd, tmp_path: Path, llama_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -61,10 +54,12 @@ async def test_stopped_router_is_not_answering_everywhere_and_comes_back(
     m = Machine(cfg, lambda ev: None)
     m.start()
     try:
-        await _until(lambda: m.view.router_state is RouterState.RUNNING and m.view.stream == "sse", 30)
+        await wait_for(
+            lambda: m.view.router_state is RouterState.RUNNING and m.view.stream == "sse", 30, what="running, on sse"
+        )
 
         os.kill(pid, signal.SIGSTOP)
-        took = await _until(lambda: m.view.router_state is RouterState.NOT_ANSWERING, 15)
+        took = await wait_for(lambda: m.view.router_state is RouterState.NOT_ANSWERING, 15, what="not answering")
         print(f"SIGSTOP -> follower shows not answering: {took:.1f} s")
         assert took <= NOT_ANSWERING_WITHIN
         assert "not answering" in m.view.router_reason
@@ -92,17 +87,17 @@ async def test_stopped_router_is_not_answering_everywhere_and_comes_back(
         assert herd.router_pids() == [pid]  # no second router beside the silent one
 
         os.kill(pid, signal.SIGCONT)
-        back = await _until(lambda: m.view.router_state is RouterState.RUNNING, 15)
+        back = await wait_for(lambda: m.view.router_state is RouterState.RUNNING, 15, what="running again")
         print(f"SIGCONT -> running again: {back:.1f} s")
         # "sent, no answer" meant it: the load asked while it was stopped happens once it runs again.
-        await _until(lambda: "alpha" in m.models and m.models["alpha"].state.running, 60)
+        await wait_for(lambda: "alpha" in m.models and m.models["alpha"].state.running, 60, what="alpha loaded")
     finally:
         os.kill(pid, signal.SIGCONT)
         await m.close()
 
 
 def test_dashboard_shows_a_stopped_router_as_not_answering(
-    tmux: Tmux,  # noqa: F811
+    tmux: Tmux,
     router: RouterProc,
     tmp_path: Path,
 ) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from app.services.core.errors import RouterNotAnswering
 from app.services.router.client import LINK_ROUND_TRIPS, RouterClient
-from tests.faults import hostile_http as H
+from tests.helpers import hostile_http as H
 
 
 def slow_health(c: socket.socket, stop: threading.Event) -> None:

@@ -19,15 +19,17 @@ from app.services.core.errors import HerdError
 from app.services.fleet import Fleet
 from app.services.machine.machine import Machine
 from app.services.presets.store import PresetStore, set_keys
-from tests.faults.machines import machine_toml
-from tests.faults.tmpfs import fill, leftovers, read_only, tmpfs
 from tests.helpers.herd import Herd
+from tests.helpers.machine_toml import machine_toml
 from tests.helpers.needs import missing
-from tests.sshd import SshServer
-from tests.ui.screen import screen_text, wait_for
+from tests.helpers.screen import screen_text
+from tests.helpers.sshd import SshServer
+from tests.helpers.tmpfs import fill, leftovers, read_only, tmpfs
+from tests.helpers.wait import wait_for
 
 START = "[*]\nparallel = 1\n\n[alpha]\nmodel = /models/alpha.gguf\n"
-KINDS = ["local", "sftp", "nosftp"]
+# over ssh, a kind picks its sshd with request.getfixturevalue (the `servers` fixture): the param carries the marker
+KINDS = ["local", *(pytest.param(k, marks=pytest.mark.ssh) for k in ("sftp", "nosftp"))]
 SECOND_USER = "llamaherd-t2"
 
 
@@ -63,6 +65,7 @@ DISK_BREAKAGES = {
 }
 
 
+@pytest.mark.usefixtures("needs_root")  # mounts a tmpfs
 @pytest.mark.parametrize("breakage", list(DISK_BREAKAGES))
 @pytest.mark.parametrize("kind", KINDS)
 def test_broken_disk(
@@ -83,7 +86,7 @@ def test_broken_disk(
 
 
 @pytest.fixture
-def second_user() -> Iterator[str]:
+def second_user(needs_root: None) -> Iterator[str]:
     """A real second Unix user (the tests run as root, for whom no permission is ever denied)."""
     if shutil.which("useradd") is None:
         missing("no useradd here: cannot make a second user")
@@ -113,6 +116,7 @@ def readable_keys(server: SshServer) -> Iterator[None]:
             p.chmod(mode)
 
 
+@pytest.mark.ssh
 @pytest.mark.parametrize("kind", ["sftp", "nosftp"])
 def test_permission_denied_for_another_user(
     kind: str, tmp_path: Path, llama_server: str, servers: dict[str, SshServer], second_user: str
@@ -165,6 +169,7 @@ async def test_vanished_directory(kind: str, tmp_path: Path, llama_server: str, 
         await m.close()
 
 
+@pytest.mark.usefixtures("needs_root")  # mounts a tmpfs
 async def test_dashboard_editor_on_a_full_disk_shows_the_message_and_stays_up(
     tmp_path: Path, llama_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -182,9 +187,9 @@ async def test_dashboard_editor_on_a_full_disk_shows_the_message_and_stays_up(
                 fill(disk)
                 form.query_one("#field-ctx-size", Input).focus()
                 await pilot.press("5", "1", "2", "ctrl+s")
-                await wait_for(pilot, lambda: form.mode == "review")
+                await wait_for(lambda: form.mode == "review", pilot=pilot)
                 await pilot.press("enter")
-                await wait_for(pilot, lambda: "no space left on device" in flat(screen_text(host)), timeout=20)
+                await wait_for(lambda: "no space left on device" in flat(screen_text(host)), timeout=20, pilot=pilot)
                 shown = flat(screen_text(host))
                 assert "Not written" in shown and str(preset) in shown
                 assert host.is_running and host.screen is form and not host.results

@@ -2,6 +2,9 @@
 
 On a developer machine a missing component skips the test with the reason; under CI=true (`.ci/run` exports it)
 it is a failure, so CI can never go green by skipping.
+
+Which component a test needs is also a marker (ssh, llama_server, tmux, root: see pyproject.toml), set by
+tests/conftest.py from the fixtures the test takes, so `pytest -m "not ssh"` and the like leave it out.
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
 
 
 def _failure(what: str, timeout: float, explain: Callable[[], str] | None) -> AssertionError:
@@ -23,14 +27,26 @@ async def wait_for(
     timeout: float = 10.0,
     *,
     what: str = "condition",
-    step: float = 0.05,
-    pause: Callable[[float], Awaitable[object]] | None = None,
+    step: float | None = None,
+    pilot: Pilot[Any] | None = None,
     explain: Callable[[], str] | None = None,
 ) -> float:
-    """Await until cond() is true (cond may also be a coroutine function); returns the seconds it took.
-    `pause` replaces asyncio.sleep between looks (a Textual pilot's pause, so the screen refreshes);
-    `explain` adds what the failure message shows."""
-    sleep = pause or asyncio.sleep
+    """Await until cond() is true (cond may also be a coroutine function); returns the seconds it took, and fails
+    with `what` (and what `explain` tells) when it is not true within `timeout` seconds.
+
+    With a Textual test `pilot`, the app runs and repaints between looks (its pause() instead of asyncio.sleep),
+    the looks are 0.02 s apart unless `step` says otherwise (0.05 s without a pilot), and the failure message
+    shows the screen as text unless `explain` is given."""
+    if pilot is not None:
+        from tests.helpers.screen import screen_text
+
+        app = pilot.app
+        sleep: Callable[[float], Awaitable[object]] = pilot.pause
+        explain = explain or (lambda: screen_text(app))
+        step = 0.02 if step is None else step
+    else:
+        sleep = asyncio.sleep
+        step = 0.05 if step is None else step
     t0 = time.monotonic()
     while True:
         ok = cond()

@@ -74,17 +74,42 @@ async def test_a_loop_of_completions_shows_tokens_per_second_and_then_zero(make_
         assert any(v > 0 for v in idle.spark) and idle.spark[-1] == 0  # the sparkline holds the busy minute
 
 
+async def status_changes(url: str, seen: list[tuple[str, str]]) -> None:
+    """The router's /models/sse as (model, status), in the order it sends them, until cancelled."""
+    async with httpx.AsyncClient(timeout=None) as http, http.stream("GET", f"{url}/models/sse") as stream:
+        async for line in stream.aiter_lines():
+            if line.startswith("data:"):
+                ev = json.loads(line.removeprefix("data:"))
+                seen.append((str(ev.get("model")), str(ev.get("data", {}).get("status"))))
+
+
 async def test_polling_never_loads_a_model(make_router: RouterFactory) -> None:
-    router = make_router(extra_args=["--metrics"])
-    async with RouterClient(router.url) as c:
-        # A stale list says alpha is loaded; it is not. Poll it far more often than any dashboard would.
-        p = ActivityPoller(lambda: [Target("here", c, ("alpha", "beta"))])
-        for _ in range(40):
-            for ev in await p.poll():
-                assert ev.models == ()  # "model is not loaded": no figures, no error
-        await asyncio.sleep(1.0)  # a load would have begun by now
-        states = {m.id: m.state for m in await c.models()}
-        assert states["alpha"] is ModelState.UNLOADED and states["beta"] is ModelState.UNLOADED
+    # room for every model: a failed model holds its place, so with one place the marker would refuse a load
+    router = make_router(models_max=3, extra_args=["--metrics"])
+    seen: list[tuple[str, str]] = []
+    follow = asyncio.create_task(status_changes(router.url, seen))
+    try:
+        async with RouterClient(router.url) as c:
+            # A load of `broken` fails at once: a marker in the router's ordered stream of status changes. The
+            # first one shows the stream is followed before the polls begin.
+            await c.load("broken")
+            await wait_for(lambda: ("broken", "unloaded") in seen, 20, what="the first marker's failure on the stream")
+            # A stale list says alpha is loaded; it is not. Poll it far more often than any dashboard would.
+            p = ActivityPoller(lambda: [Target("here", c, ("alpha", "beta"))])
+            for _ in range(40):
+                for ev in await p.poll():
+                    assert ev.models == ()  # "model is not loaded": no figures, no error
+            # The second marker, asked after every poll was answered: a load a poll began is in the stream before it.
+            polled = len(seen)
+            await c.load("broken")
+            await wait_for(lambda: ("broken", "loading") in seen[polled:], 20, what="the second marker on the stream")
+            assert [m for m in seen if m[0] != "broken"] == [], seen
+            states = {m.id: m.state for m in await c.models()}
+            assert states["alpha"] is ModelState.UNLOADED and states["beta"] is ModelState.UNLOADED
+    finally:
+        follow.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follow
 
 
 async def test_a_router_without_metrics_shows_no_figures_and_says_how_to_get_them(make_router: RouterFactory) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from app.services.core.errors import BadAnswer, RouterNotAnswering
 from app.services.router.client import RouterClient
-from tests.faults import hostile_http as H
+from tests.helpers import hostile_http as H
 from tests.helpers.router import RouterProc
 
 

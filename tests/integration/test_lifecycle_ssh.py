@@ -18,8 +18,8 @@ from app.services.machine.machine import Machine
 from app.services.ssh.transport import SshTransport
 from tests.helpers.herd import Herd
 from tests.helpers.router import preset_text
+from tests.helpers.sshd import SshServer
 from tests.helpers.wait import wait_for
-from tests.sshd import SshServer
 
 
 def ssh_machine(server: SshServer, name: str, tmp_path: Path, llama_server: str, **extra: object) -> MachineConfig:

@@ -12,8 +12,8 @@ import pytest
 from app.services.hosts.local import LocalTransport
 from app.services.ssh.port_forward import MAX_FORWARDS
 from app.services.ssh.transport import SshTransport
+from tests.helpers.sshd import SshServer, ssh_transport
 from tests.helpers.wait import wait_for
-from tests.sshd import SshServer, ssh_transport
 
 pytestmark = pytest.mark.ssh
 

@@ -13,15 +13,15 @@ import pytest
 from app.config import MachineConfig
 from app.services.machine.machine import Machine
 from app.services.presets.store import PresetStore, set_keys
+from tests.helpers.sshd import SshServer
 from tests.integration.test_lifecycle_ssh import ssh_machine
-from tests.sshd import SshServer
 
 
 def mode(p: Path) -> int:
     return stat.S_IMODE(p.stat().st_mode)
 
 
-@pytest.fixture(params=["local", "ssh"])
+@pytest.fixture(params=["local", pytest.param("ssh", marks=pytest.mark.ssh)])
 def where(request: pytest.FixtureRequest, tmp_path: Path) -> MachineConfig:
     if request.param == "local":
         return MachineConfig(name="here", router=f"t-{tmp_path.name}", program="/bin/false")

@@ -9,7 +9,7 @@ import pytest
 
 from app.services.core.errors import WriteFailed
 from app.services.presets.write_once import backup_then_write, fits
-from tests.sshd import SshServer, ssh_transport
+from tests.helpers.sshd import SshServer, ssh_transport
 
 pytestmark = pytest.mark.ssh
 

@@ -19,7 +19,7 @@ from app.services.fleet import Fleet
 from app.services.presets.fields import FIELDS, PresetField
 from app.services.presets.store import PresetConflict, add_section, replace_section, set_keys
 from tests.helpers.router import preset_text
-from tests.sshd import SshServer
+from tests.helpers.sshd import SshServer
 
 
 @contextlib.asynccontextmanager

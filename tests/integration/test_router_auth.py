@@ -28,8 +28,8 @@ from app.services.hosts.local import LocalTransport
 from tests.helpers.herd import Herd, local_config
 from tests.helpers.needs import in_ci
 from tests.helpers.router import free_port, preset_text
+from tests.helpers.sshd import SshServer
 from tests.integration.test_lifecycle_ssh import ssh_machine, toml_for
-from tests.sshd import SshServer
 
 COMPLETION = {"model": "alpha", "prompt": "Hello", "n_predict": 4}
 
@@ -38,11 +38,9 @@ COMPLETION = {"model": "alpha", "prompt": "Hello", "n_predict": 4}
 
 
 @pytest.fixture(scope="module")
-def other_user() -> Iterator[str]:
-    why = ""
-    if os.geteuid() != 0:
-        why = "creating a second Unix user needs root"
-    elif not (shutil.which("useradd") and shutil.which("userdel") and shutil.which("runuser")):
+def other_user(needs_root: None) -> Iterator[str]:
+    why = ""  # root is needs_root's to check
+    if not (shutil.which("useradd") and shutil.which("userdel") and shutil.which("runuser")):
         why = "useradd, userdel and runuser are needed"
     elif not shutil.which("curl"):
         why = "curl is needed"

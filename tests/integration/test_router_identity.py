@@ -26,9 +26,9 @@ from app.services.machine.machine import Machine
 from app.services.ssh.remote_trace import TRACE_ENV
 from tests.helpers.processes import pending_signals, stop
 from tests.helpers.router import preset_text
+from tests.helpers.sshd import SshServer, ssh_transport
 from tests.helpers.wait import wait_for
 from tests.integration.test_lifecycle_ssh import ssh_machine
-from tests.sshd import SshServer, ssh_transport
 
 STEP = 30.0  # seconds: a wall-clock step between the start and the stop
 

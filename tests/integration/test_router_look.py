@@ -20,7 +20,7 @@ from app.services.lifecycle.look_request import parse_look
 from app.services.lifecycle.manager import RouterManager, RouterRecord
 from app.services.lifecycle.start_prepare import CHANGED, DONE
 from tests.helpers.processes import stop
-from tests.sshd import SshServer, ssh_transport
+from tests.helpers.sshd import SshServer, ssh_transport
 
 pytestmark = pytest.mark.ssh
 

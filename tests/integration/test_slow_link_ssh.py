@@ -12,7 +12,7 @@ import pytest
 from app.services.router.client import LINK_ROUND_TRIPS, RouterClient
 from app.services.ssh.transport import SshTransport
 from tests.helpers.delay_proxy import DelayProxy
-from tests.sshd import SshServer
+from tests.helpers.sshd import SshServer
 
 pytestmark = pytest.mark.ssh
 

@@ -24,8 +24,8 @@ from app.services.ssh.remote_shell import RemoteAgent
 from app.services.ssh.remote_shell_script import OUTPUT_LIMIT
 from app.services.ssh.transport import SshTransport
 from tests.helpers.processes import stop
+from tests.helpers.sshd import SshServer, ssh_transport
 from tests.helpers.wait import wait_for
-from tests.sshd import SshServer, ssh_transport
 
 pytestmark = pytest.mark.ssh
 

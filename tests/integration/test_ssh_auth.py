@@ -13,8 +13,8 @@ import pytest
 
 from app.services.core.errors import TransportError
 from app.services.ssh import asyncssh_auth
+from tests.helpers.sshd import SshServer, ssh_transport
 from tests.helpers.wait import wait_for
-from tests.sshd import SshServer, ssh_transport
 
 pytestmark = pytest.mark.ssh
 

@@ -21,8 +21,8 @@ from app.services.hosts.local import LocalTransport
 from app.services.hosts.process_start import same_start
 from app.services.hosts.transport import Transport
 from tests.helpers.processes import settled, stop, weird_args
+from tests.helpers.sshd import SshServer, ssh_transport
 from tests.helpers.wait import wait_for
-from tests.sshd import SshServer, ssh_transport
 
 # "per-command": the path an ssh machine falls back to where the remote agent cannot run (one session a command).
 KINDS = ["local"] + [pytest.param(k, marks=pytest.mark.ssh) for k in ("sftp", "nosftp", "per-command")]

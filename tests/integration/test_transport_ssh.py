@@ -23,8 +23,8 @@ from app.services.core.errors import HostKeyError, TransportError
 from app.services.core.host_types import Connection, GpuStats
 from app.services.ssh.transport import SshTransport
 from tests.helpers.processes import gone_or_zombie, pending_signals, stop, weird_args
+from tests.helpers.sshd import SshServer, ssh_transport
 from tests.helpers.wait import wait_for
-from tests.sshd import SshServer, ssh_transport
 
 pytestmark = pytest.mark.ssh
 
@@ -77,7 +77,7 @@ async def test_expand_and_state_dir(ssh1: SshTransport) -> None:
     home = (await ssh1.run(["sh", "-c", 'printf %s "$HOME"'])).stdout.decode()  # the fixture's remote home
     assert await ssh1.expand("~/models") == f"{home}/models"
     assert await ssh1.expand("$HOME/$(x)") == f"{home}/$(x)"
-    # the fixture's sshd sets XDG_STATE_HOME for its sessions (tests/sshd.py), so the remote's own value wins
+    # the fixture's sshd sets XDG_STATE_HOME for its sessions (tests/helpers/sshd.py), so the remote's own value wins
     state_home = (await ssh1.run(["sh", "-c", 'printf %s "${XDG_STATE_HOME:-$HOME/.local/state}"'])).stdout.decode()
     assert state_home.endswith("remote-state")
     assert await ssh1.state_dir() == f"{state_home}/llamaherd"

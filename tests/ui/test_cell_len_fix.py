@@ -13,8 +13,9 @@ from textual.strip import Strip
 from app.config import Config
 from app.ui.app import make_app
 from app.ui.patches.rich_internals import _RICH_CACHED, cell_len_ascii_uncached, measure_ascii_uncached
-from tests.ui.screen import screen_text, wait_for
-from tests.ui.standin import demo_fleet
+from tests.helpers.screen import screen_text
+from tests.helpers.standin_fleet import demo_fleet
+from tests.helpers.wait import wait_for
 from tests.ui.test_log_panel import PanelApp, lines
 
 SHAPES = [
@@ -67,6 +68,6 @@ async def test_followed_lines_past_the_caches_bound_leave_it_as_it_was() -> None
         for start in range(0, 6_000, 150):  # 6,000 new texts, each painted: past the cache's 4,096
             panel.append(lines(start, 150))
             last = f"line {start + 149:07d}"
-            await wait_for(pilot, lambda last=last: last in screen_text(app))  # type: ignore[misc]
+            await wait_for(lambda last=last: last in screen_text(app), pilot=pilot)  # type: ignore[misc]
         grew = _RICH_CACHED.cache_info().currsize - before
         assert grew < 50, f"Rich's width cache took {grew} entries for 6,000 followed lines"

@@ -12,8 +12,8 @@ from app.config import Config
 from app.services.core.router_types import ModelState
 from app.ui.app import HerdApp, make_app
 from app.ui.screens.confirm import ConfirmScreen
-from tests.ui.screen import wait_for
-from tests.ui.standin import NOW, StandInFleet, demo_fleet, model
+from tests.helpers.standin_fleet import NOW, StandInFleet, demo_fleet, model
+from tests.helpers.wait import wait_for
 
 
 def fleet_running(n: int) -> StandInFleet:
@@ -24,9 +24,9 @@ def fleet_running(n: int) -> StandInFleet:
 
 
 async def ask_to_stop(app: HerdApp, pilot: Pilot[Any]) -> None:
-    await wait_for(pilot, lambda: app.dashboard.model_table.rows_now)
+    await wait_for(lambda: app.dashboard.model_table.rows_now, pilot=pilot)
     await pilot.press("x")
-    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.query("#confirm-box"))
+    await wait_for(lambda: isinstance(app.screen, ConfirmScreen) and app.screen.query("#confirm-box"), pilot=pilot)
     await pilot.pause()
 
 
@@ -44,7 +44,7 @@ async def test_the_stop_confirmation_is_centred_and_whole(size: tuple[int, int],
         for button in app.screen.query("Button"):
             assert button.region.bottom <= box.bottom
         await pilot.press("n")
-        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        await wait_for(lambda: not isinstance(app.screen, ConfirmScreen), pilot=pilot)
 
 
 def test_snapshot_stop_confirmation(snap_compare: Any) -> None:

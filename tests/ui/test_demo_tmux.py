@@ -15,8 +15,8 @@ import psutil
 import pytest
 
 from scripts.demo_tour import play
+from tests.helpers.tmux import Tmux
 from tests.helpers.wait import wait_for_sync
-from tests.ui.test_tmux import Tmux, tmux  # noqa: F401
 
 MACHINES = ("workstation", "gpu-box-a", "gpu-box-b")
 
@@ -55,7 +55,7 @@ def env_for(state: Path) -> dict[str, str]:
     return env
 
 
-def test_readme_first_command_shows_a_live_fleet_and_q_cleans_up(tmux: Tmux, state: Path) -> None:  # noqa: F811
+def test_readme_first_command_shows_a_live_fleet_and_q_cleans_up(tmux: Tmux, state: Path) -> None:
     # The README's first command, exactly; PYTHON pins the interpreter this suite runs under.
     tmux.start(f"make demo PYTHON={shlex.quote(sys.executable)}", env_for(state))
     screen = tmux.wait(lambda s: all(m in s for m in MACHINES) and "chat-small" in s, timeout=120)
@@ -72,7 +72,7 @@ def test_readme_first_command_shows_a_live_fleet_and_q_cleans_up(tmux: Tmux, sta
                   explain=lambda: str([p for p in running if psutil.pid_exists(p)]))  # fmt: skip
 
 
-def test_keep_then_a_second_demo_adopts(tmux: Tmux, state: Path) -> None:  # noqa: F811
+def test_keep_then_a_second_demo_adopts(tmux: Tmux, state: Path) -> None:
     py = shlex.quote(sys.executable)
     tmux.start(f"{py} -m app demo --keep --no-traffic", env_for(state))
     tmux.wait(lambda s: all(m in s for m in MACHINES) and s.count("running") >= 3, timeout=90)
@@ -90,7 +90,7 @@ def test_keep_then_a_second_demo_adopts(tmux: Tmux, state: Path) -> None:  # noq
     assert all(psutil.pid_exists(p) for p in routers)
 
 
-def test_the_recorded_tour_plays_end_to_end(tmux: Tmux, state: Path) -> None:  # noqa: F811
+def test_the_recorded_tour_plays_end_to_end(tmux: Tmux, state: Path) -> None:
     """The tour `make recording` records (scripts/demo_tour.py), on the demo with its scenario running: each key
     brings what the tour says it does (a load said done, a failure in one line, its log, help, an unload)."""
     tmux.start(f"{shlex.quote(sys.executable)} -m app demo", env_for(state))

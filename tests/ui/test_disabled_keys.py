@@ -7,8 +7,8 @@ from typing import Any
 from app.config import Config
 from app.services.core.router_types import RouterState
 from app.ui.app import HerdApp, make_app
-from tests.ui.screen import wait_for
-from tests.ui.standin import NOW, StandInFleet, demo_fleet, view
+from tests.helpers.standin_fleet import NOW, StandInFleet, demo_fleet, view
+from tests.helpers.wait import wait_for
 
 SIZE = (120, 40)
 
@@ -31,11 +31,11 @@ async def test_start_on_an_unreachable_machine_says_why() -> None:
     app = make_app(Config(), fleet, frozen_time=NOW)
     seen = warnings(app)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
+        await wait_for(lambda: len(app.dashboard.model_table.rows_now) == 5, pilot=pilot)
         await pilot.press("3")  # laptop: unreachable
-        await wait_for(pilot, lambda: app.dashboard.selected_machine == "laptop")
+        await wait_for(lambda: app.dashboard.selected_machine == "laptop", pilot=pilot)
         await pilot.press("s")
-        await wait_for(pilot, lambda: bool(seen))
+        await wait_for(lambda: bool(seen), pilot=pilot)
         reason = fleet.views["laptop"].connection_reason
         assert reason and seen == [f"laptop is unreachable: {reason}"]
         assert not any(c[0] == "start_router" for c in fleet.calls)
@@ -49,12 +49,12 @@ async def test_start_on_an_attach_only_machine_and_load_of_a_loaded_model_say_wh
     seen = warnings(app)
     async with app.run_test(size=SIZE) as pilot:
         table = app.dashboard.model_table
-        await wait_for(pilot, lambda: len(table.rows_now) == 5)
+        await wait_for(lambda: len(table.rows_now) == 5, pilot=pilot)
         await pilot.press("s")
-        await wait_for(pilot, lambda: len(seen) == 1)
+        await wait_for(lambda: len(seen) == 1, pilot=pilot)
         assert seen == ["shared is attach-only: not ours to start"]
         table.focus()
         table.move_cursor(row=table.get_row_index("qwen2.5-coder-14b"))  # loaded
         await pilot.press("l")
-        await wait_for(pilot, lambda: len(seen) == 2)
+        await wait_for(lambda: len(seen) == 2, pilot=pilot)
         assert seen[1] == "qwen2.5-coder-14b is already loaded"

@@ -10,14 +10,15 @@ from textual.pilot import Pilot
 
 from app.config import Config
 from app.ui.app import HerdApp, make_app
-from tests.ui.screen import screen_text, wait_for
-from tests.ui.standin import NOW, demo_fleet
+from tests.helpers.screen import screen_text
+from tests.helpers.standin_fleet import NOW, demo_fleet
+from tests.helpers.wait import wait_for
 
 SIZE = (120, 40)
 
 
 async def started(app: HerdApp, pilot: Pilot[Any]) -> None:
-    await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
+    await wait_for(lambda: len(app.dashboard.model_table.rows_now) == 5, pilot=pilot)
 
 
 async def test_escape_in_the_log_clears_its_search_and_says_how_while_it_hides_lines() -> None:
@@ -28,7 +29,7 @@ async def test_escape_in_the_log_clears_its_search_and_says_how_while_it_hides_l
         everything = len(logs.buffer)
         logs.focus()
         await pilot.press("slash", *"magic", "enter")
-        await wait_for(pilot, lambda: logs.search == "magic" and app.focused is logs)
+        await wait_for(lambda: logs.search == "magic" and app.focused is logs, pilot=pilot)
         assert len(logs.view) == 1
         assert "filter: /magic · Esc clears" in str(logs.border_subtitle)
         await pilot.press("escape")
@@ -37,10 +38,10 @@ async def test_escape_in_the_log_clears_its_search_and_says_how_while_it_hides_l
         await pilot.press("escape")  # nothing left to clear: nothing happens, nothing breaks
         # A search nothing matches says so, rather than looking like an empty log.
         await pilot.press("slash", *"tensor", "enter")
-        await wait_for(pilot, lambda: logs.search == "tensor")
+        await wait_for(lambda: logs.search == "tensor", pilot=pilot)
         assert not logs.view
         said = f"no line matches the filter ({everything} lines hidden) · Esc clears"
-        await wait_for(pilot, lambda: said in screen_text(app))
+        await wait_for(lambda: said in screen_text(app), pilot=pilot)
 
 
 async def test_the_model_filter_is_said_and_cleared_by_escape_too() -> None:
@@ -51,7 +52,7 @@ async def test_the_model_filter_is_said_and_cleared_by_escape_too() -> None:
         table.move_cursor(row=table.get_row_index("broken"))
         await pilot.press("g")  # the model's lines
         logs = app.dashboard.logs
-        await wait_for(pilot, lambda: logs.model == "broken" and app.focused is logs)
+        await wait_for(lambda: logs.model == "broken" and app.focused is logs, pilot=pilot)
         assert "filter: model broken · Esc clears" in str(logs.border_subtitle)
         await pilot.press("escape")
         assert logs.model is None and logs.view is logs.buffer
@@ -64,12 +65,12 @@ async def test_switching_machines_clears_the_log_search() -> None:
         logs = app.dashboard.logs
         logs.focus()
         await pilot.press("slash", *"magic", "enter")
-        await wait_for(pilot, lambda: logs.search == "magic" and app.focused is logs)  # the prompt closed
+        await wait_for(lambda: logs.search == "magic" and app.focused is logs, pilot=pilot)  # the prompt closed
         await pilot.press("2")
-        await wait_for(pilot, lambda: app.dashboard.selected_machine == "gpu-box")
+        await wait_for(lambda: app.dashboard.selected_machine == "gpu-box", pilot=pilot)
         assert logs.search == "" and "filter" not in str(logs.border_subtitle)
         await pilot.press("1")
-        await wait_for(pilot, lambda: app.dashboard.selected_machine == "workstation")
+        await wait_for(lambda: app.dashboard.selected_machine == "workstation", pilot=pilot)
         assert logs.search == "" and len(logs.view) == len(logs.buffer) > 0
 
 
@@ -79,10 +80,10 @@ async def test_escape_in_the_table_clears_its_filter() -> None:
         await started(app, pilot)
         table = app.dashboard.model_table
         await pilot.press("slash", *"qwen", "enter")
-        await wait_for(pilot, lambda: table.filter_text == "qwen" and app.focused is table)
+        await wait_for(lambda: table.filter_text == "qwen" and app.focused is table, pilot=pilot)
         assert list(table.rows_now) == ["qwen2.5-coder-14b"]
         assert "filter: qwen │ Esc clears │" in str(table.border_subtitle)
-        await wait_for(pilot, lambda: "filter: qwen │ Esc clears" in screen_text(app))
+        await wait_for(lambda: "filter: qwen │ Esc clears" in screen_text(app), pilot=pilot)
         await pilot.press("escape")
         assert table.filter_text == "" and len(table.rows_now) == 5
         assert "filter" not in str(table.border_subtitle)

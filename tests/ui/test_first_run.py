@@ -23,8 +23,9 @@ from app.ui.app import HerdApp, make_app
 from app.ui.dashboard.first_run_notice import FirstRunNotice
 from app.ui.state.herd_state import HerdState
 from tests.helpers.herd import Herd
-from tests.ui.screen import record_notifications, screen_text, wait_for
-from tests.ui.standin import NOW, StandInFleet, demo_fleet, view
+from tests.helpers.screen import record_notifications, screen_text
+from tests.helpers.standin_fleet import NOW, StandInFleet, demo_fleet, view
+from tests.helpers.wait import wait_for
 
 SIZE = (120, 40)
 
@@ -53,10 +54,11 @@ def hint(app: HerdApp) -> str:
     return app.dashboard.machines.hint.plain
 
 
+@pytest.mark.usefixtures("llama_server")  # the notice offers `s` only where a llama-server is found
 async def test_the_first_run_says_where_the_config_goes(home: Path) -> None:
     app = first_run_app(home)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.state.get("local").view.router_state is RouterState.ABSENT)
+        await wait_for(lambda: app.state.get("local").view.router_state is RouterState.ABSENT, pilot=pilot)
         await pilot.pause()
         assert app.first_run and app.state.names == ["local"]
         text = notice(app)
@@ -76,7 +78,7 @@ async def test_the_path_given_to_make_app_wins_and_help_names_it(tmp_path: Path)
         await pilot.pause()
         assert str(path) in notice(app)
         await pilot.press("question_mark")
-        await wait_for(pilot, lambda: str(path) in screen_text(app))
+        await wait_for(lambda: str(path) in screen_text(app), pilot=pilot)
 
 
 async def test_a_configured_fleet_shows_no_first_run_notice() -> None:
@@ -92,17 +94,17 @@ async def test_s_starts_a_router_with_an_empty_preset(home: Path, llama_server: 
     fleet = app.fleet
     assert isinstance(fleet, Fleet)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.state.get("local").view.router_state is RouterState.ABSENT)
+        await wait_for(lambda: app.state.get("local").view.router_state is RouterState.ABSENT, pilot=pilot)
         await pilot.press("s")
-        await wait_for(pilot, lambda: app.state.get("local").view.router_state is RouterState.RUNNING, timeout=40)
-        await wait_for(pilot, lambda: "running" in app.dashboard.machines.card("local").render().plain)
+        await wait_for(lambda: app.state.get("local").view.router_state is RouterState.RUNNING, timeout=40, pilot=pilot)
+        await wait_for(lambda: "running" in app.dashboard.machines.card("local").render().plain, pilot=pilot)
         preset = home / "state" / "llamaherd" / "routers" / "default" / "models.ini"
         assert preset.read_text() == EMPTY_PRESET
-        await wait_for(pilot, lambda: "starts a router" not in notice(app))  # nothing left to start
+        await wait_for(lambda: "starts a router" not in notice(app), pilot=pilot)  # nothing left to start
         assert str(home / "config.toml") in notice(app)
         await fleet.stop_router("local")
-        await wait_for(pilot, lambda: app.state.get("local").view.router_state is RouterState.STOPPED, timeout=20)
-        await wait_for(pilot, lambda: "starts a router" in notice(app))
+        await wait_for(lambda: app.state.get("local").view.router_state is RouterState.STOPPED, timeout=20, pilot=pilot)
+        await wait_for(lambda: "starts a router" in notice(app), pilot=pilot)
 
 
 async def test_without_llama_server_the_start_says_how_to_get_one(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -110,14 +112,14 @@ async def test_without_llama_server_the_start_says_how_to_get_one(home: Path, mo
     app = first_run_app(home)
     notes = record_notifications(app)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await wait_for(pilot, lambda: app.state.get("local").view.router_state is RouterState.ABSENT)
+        await wait_for(lambda: app.state.get("local").view.router_state is RouterState.ABSENT, pilot=pilot)
         await pilot.press("s")
-        await wait_for(pilot, lambda: app.state.get("local").missing_program)
+        await wait_for(lambda: app.state.get("local").missing_program, pilot=pilot)
         # The toast is one line (failure toasts are); the how-to is in the machines pane, in full.
         await wait_for(
-            pilot, lambda: any(sev == "error" and "llama-server was not found" in msg for sev, _, msg in notes)
+            lambda: any(sev == "error" and "llama-server was not found" in msg for sev, _, msg in notes), pilot=pilot
         )
-        await pilot.pause(0.2)
+        await wait_for(lambda: hint(app) == HOW_TO_GET and "No llama-server here yet" in notice(app), pilot=pilot)
         assert hint(app) == HOW_TO_GET  # the machines pane says how, in full
         assert "No llama-server here yet" in notice(app) and "starts a router" not in notice(app)
         assert app.state.get("local").problem == "start router: llama-server was not found"
@@ -146,10 +148,10 @@ async def test_a_fleet_that_can_look_is_asked_before_any_start(home: Path, found
     config = Config(path=home / "config.toml")
     app = make_app(config, FleetThatLooks(config, found))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.state.get("local").view.router_state is RouterState.ABSENT)
+        await wait_for(lambda: app.state.get("local").view.router_state is RouterState.ABSENT, pilot=pilot)
         await pilot.pause(0.1)
         if found is None:
-            await wait_for(pilot, lambda: hint(app) == HOW_TO_GET)
+            await wait_for(lambda: hint(app) == HOW_TO_GET, pilot=pilot)
             assert "No llama-server here yet" in notice(app)
         else:
             assert hint(app) == "" and "starts a router" in notice(app)

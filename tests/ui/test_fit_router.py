@@ -10,7 +10,8 @@ from app.services.fit.capacity import setup_from_args
 from app.services.fleet import Fleet
 from app.ui.app import make_app
 from tests.helpers.router import RouterProc
-from tests.ui.screen import screen_text, wait_for
+from tests.helpers.screen import screen_text
+from tests.helpers.wait import wait_for
 
 SIZE = (120, 40)
 
@@ -19,15 +20,15 @@ async def test_palette_load_entry_carries_the_real_estimate(router: RouterProc) 
     cfg = Config(machines=(MachineConfig(name="box", url=router.url),))
     app = make_app(cfg, Fleet(cfg))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "alpha" in app.dashboard.model_table.rows_now, timeout=15)
-        await wait_for(pilot, lambda: app.state.get("box").stats is not None, timeout=15)
+        await wait_for(lambda: "alpha" in app.dashboard.model_table.rows_now, timeout=15, pilot=pilot)
+        await wait_for(lambda: app.state.get("box").stats is not None, timeout=15, pilot=pilot)
         await pilot.press("ctrl+p")
         await pilot.press(*"Load alpha on box")
 
         def flat() -> str:
             return " ".join(screen_text(app).split())  # the help line wraps
 
-        await wait_for(pilot, lambda: "estimate: weights" in flat(), timeout=15)
+        await wait_for(lambda: "estimate: weights" in flat(), timeout=15, pilot=pilot)
         text = flat()
         assert "fits · needs" in text and "free RAM" in text, text
         st = app.state.get("box")

@@ -10,8 +10,9 @@ from app.services.fit.estimate import FitEstimate, Part
 from app.ui.app import HerdApp
 from app.ui.dashboard.fleet_table import fleet_key
 from app.ui.screens.confirm import ConfirmScreen
-from tests.ui.screen import record_notifications, screen_text, wait_for
-from tests.ui.standin import StandInFleet, demo_fleet
+from tests.helpers.screen import record_notifications, screen_text
+from tests.helpers.standin_fleet import StandInFleet, demo_fleet
+from tests.helpers.wait import wait_for
 from tests.ui.test_dashboard import SIZE, app_for
 
 GIB = 1 << 30
@@ -37,15 +38,15 @@ def flat(app: HerdApp) -> str:
 
 
 async def ready(app: HerdApp, pilot: Any) -> None:
-    await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
+    await wait_for(lambda: len(app.dashboard.model_table.rows_now) == 5, pilot=pilot)
     # the free memory comes with the host stats: workstation 41 GiB RAM free, gpu-box 24 GiB
-    await wait_for(pilot, lambda: all(app.state.get(n).stats for n in ("workstation", "gpu-box")))
+    await wait_for(lambda: all(app.state.get(n).stats for n in ("workstation", "gpu-box")), pilot=pilot)
 
 
 async def select(app: HerdApp, pilot: Any, machine_key: str, model: str) -> None:
     await pilot.press(machine_key)
     table = app.dashboard.model_table
-    await wait_for(pilot, lambda: model in table.rows_now)
+    await wait_for(lambda: model in table.rows_now, pilot=pilot)
     table.move_cursor(row=table.get_row_index(model))
     await pilot.pause()
 
@@ -78,10 +79,10 @@ async def test_palette_load_entries_give_the_verdict_with_its_numbers() -> None:
         ):
             await pilot.press("ctrl+p")
             await pilot.press(*query)
-            await wait_for(pilot, lambda: said in flat(app))  # noqa: B023 (awaited within the iteration)
+            await wait_for(lambda: said in flat(app), pilot=pilot)  # noqa: B023 (awaited within the iteration)
             assert "estimate: weights" in flat(app) or said.startswith("fit unknown")
             await pilot.press("escape")
-            await wait_for(pilot, lambda: not flat(app).count("now unloaded"))
+            await wait_for(lambda: not flat(app).count("now unloaded"), pilot=pilot)
         # every estimate was made in a worker, none on the UI's path
         assert fleet.estimate_calls and all(in_worker for _, _, in_worker in fleet.estimate_calls)
 
@@ -95,18 +96,19 @@ async def test_load_that_evicts_asks_first_no_keeps_yes_loads() -> None:
         await ready(app, pilot)
         await select(app, pilot, "2", "phi-4")
         await pilot.press("l")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(lambda: isinstance(app.screen, ConfirmScreen), pilot=pilot)
         said = asked(app)
         assert "phi-4 needs ~9.0 GiB, 24.0 GiB free on gpu-box" in said
         assert "loading evicts llama-3.3-70b (LRU), which gives back ~40.0 GiB. Load anyway?" in said
         await pilot.press("n")
-        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
-        await pilot.pause(0.2)
+        await wait_for(lambda: not isinstance(app.screen, ConfirmScreen), pilot=pilot)
         assert loads(fleet) == []
         await pilot.press("l")  # known now: asked at once
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(lambda: isinstance(app.screen, ConfirmScreen), pilot=pilot)
         await pilot.press("y")
-        await wait_for(pilot, lambda: loads(fleet) == [("load", "gpu-box", "phi-4")])
+        await wait_for(lambda: loads(fleet), pilot=pilot)
+        # the yes's load, and no other: a load the no had started (a worker, started before) would be here first
+        assert loads(fleet) == [("load", "gpu-box", "phi-4")]
 
 
 async def test_load_that_does_not_fit_asks_first_naming_the_numbers() -> None:
@@ -117,10 +119,10 @@ async def test_load_that_does_not_fit_asks_first_naming_the_numbers() -> None:
         await ready(app, pilot)
         await select(app, pilot, "2", "phi-4")
         await pilot.press("l")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(lambda: isinstance(app.screen, ConfirmScreen), pilot=pilot)
         assert "phi-4 needs ~30.0 GiB, 24.0 GiB free on gpu-box; it does not fit. Load anyway?" in asked(app)
         await pilot.press("y")
-        await wait_for(pilot, lambda: loads(fleet) == [("load", "gpu-box", "phi-4")])
+        await wait_for(lambda: loads(fleet) == [("load", "gpu-box", "phi-4")], pilot=pilot)
 
 
 async def test_load_that_fits_loads_without_asking() -> None:
@@ -139,7 +141,7 @@ async def test_load_that_fits_loads_without_asking() -> None:
         app.push_screen = recording  # type: ignore[method-assign]
         await select(app, pilot, "1", "mistral-7b")
         await pilot.press("l")
-        await wait_for(pilot, lambda: loads(fleet) == [("load", "workstation", "mistral-7b")])
+        await wait_for(lambda: loads(fleet) == [("load", "workstation", "mistral-7b")], pilot=pilot)
         assert not any(isinstance(s, ConfirmScreen) for s in asked)
         assert fleet.estimate_calls[0][:2] == ("workstation", "mistral-7b")
 
@@ -153,8 +155,8 @@ async def test_load_with_unknown_fit_loads_and_says_so_quietly() -> None:
         await ready(app, pilot)
         await select(app, pilot, "1", "mistral-7b")
         await pilot.press("l")
-        await wait_for(pilot, lambda: loads(fleet) == [("load", "workstation", "mistral-7b")])
-        await wait_for(pilot, lambda: any("fit unknown" in m for _, _, m in notes))
+        await wait_for(lambda: loads(fleet) == [("load", "workstation", "mistral-7b")], pilot=pilot)
+        await wait_for(lambda: any("fit unknown" in m for _, _, m in notes), pilot=pilot)
         severity, _, message = next(n for n in notes if "fit unknown" in n[2])  # (not the laptop's outage warning)
         assert severity == "information" and "fit unknown (mistral-7b.gguf: missing)" in message
         assert not isinstance(app.screen, ConfirmScreen)
@@ -178,8 +180,8 @@ async def test_fleet_view_fit_column_shows_each_verdict_as_estimates_arrive() ->
             row = table.rows_now.get(fleet_key(machine, model))
             return row[fit].text if row else "(no row)"
 
-        await wait_for(pilot, lambda: word("workstation", "mistral-7b") == "fits")
-        await wait_for(pilot, lambda: word("gpu-box", "phi-4") == "no")
+        await wait_for(lambda: word("workstation", "mistral-7b") == "fits", pilot=pilot)
+        await wait_for(lambda: word("gpu-box", "phi-4") == "no", pilot=pilot)
         assert word("workstation", "broken") == "?"
         assert word("gpu-box", "llama-3.3-70b") == ""  # running: nothing to load
         assert all(in_worker for _, _, in_worker in fleet.estimate_calls)

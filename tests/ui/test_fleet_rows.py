@@ -5,7 +5,7 @@ from __future__ import annotations
 from app.ui.dashboard.fleet_table import FleetTable, fleet_key
 from app.ui.text.format import DIM
 from app.ui.text.glyphs import glyphs_for
-from tests.ui.standin import workstation_models
+from tests.helpers.standin_fleet import workstation_models
 
 
 def test_a_fit_verdict_does_not_colour_the_machine_cell_of_the_next_rows() -> None:

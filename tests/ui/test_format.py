@@ -9,7 +9,7 @@ from app.ui.state.herd_state import HerdState
 from app.ui.text import format as fmt
 from app.ui.text.glyphs import ASCII, UNICODE, locale_is_utf8, want_ascii
 from app.ui.widgets.table_rows import CellSpec, diff_rows
-from tests.ui.standin import NOW, view
+from tests.helpers.standin_fleet import NOW, view
 
 
 def test_sizes_counts_durations() -> None:

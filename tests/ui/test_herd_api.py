@@ -6,7 +6,7 @@ from __future__ import annotations
 from app.config import Config
 from app.ui.app import make_app
 from app.ui.state.app_protocol import HerdApi
-from tests.ui.standin import demo_fleet
+from tests.helpers.standin_fleet import demo_fleet
 
 
 def test_the_app_is_what_the_screens_ask_for() -> None:

@@ -12,8 +12,9 @@ from textual.geometry import Region
 from app.config import Config
 from app.ui.app import HerdApp, make_app
 from app.ui.text import format as fmt
-from tests.ui.screen import screen_text, wait_for
-from tests.ui.standin import NOW, demo_fleet
+from tests.helpers.screen import screen_text
+from tests.helpers.standin_fleet import NOW, demo_fleet
+from tests.helpers.wait import wait_for
 
 SIZE = (120, 40)
 
@@ -32,10 +33,10 @@ async def test_a_card_is_repainted_only_when_its_text_changes() -> None:
     fleet = demo_fleet()
     app: HerdApp = make_app(Config(), fleet, frozen_time=NOW)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.state.get("workstation").stats is not None)
+        await wait_for(lambda: app.state.get("workstation").stats is not None, pilot=pilot)
         machines = app.dashboard.machines
         card = machines.card("workstation")
-        await wait_for(pilot, lambda: "workstation" in screen_text(app))
+        await wait_for(lambda: "workstation" in screen_text(app), pilot=pilot)
         painted: list[bool] = []
         real_refresh = card.refresh
 
@@ -74,9 +75,9 @@ async def test_a_stats_round_repaints_only_the_lines_whose_text_changed() -> Non
     fleet = demo_fleet()
     app: HerdApp = make_app(Config(), fleet, frozen_time=NOW)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.state.get("gpu-box").stats is not None)
+        await wait_for(lambda: app.state.get("gpu-box").stats is not None, pilot=pilot)
         card = app.dashboard.machines.card("gpu-box")
-        await wait_for(pilot, lambda: "gpu-box" in screen_text(app))
+        await wait_for(lambda: "gpu-box" in screen_text(app), pilot=pilot)
         st = app.state.get("gpu-box")
         assert st.stats is not None
         before = card.render().plain.splitlines()

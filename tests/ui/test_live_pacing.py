@@ -13,7 +13,7 @@ from collections.abc import Callable
 from app.services.core.fleet_events import ModelsChanged
 from app.ui.live import FLUSH_INTERVAL, INPUT_QUIET, MAX_DEFER, TIMER_SLACK, LiveFeed
 from app.ui.state.herd_state import Changes, HerdState
-from tests.ui.standin import workstation_models
+from tests.helpers.standin_fleet import workstation_models
 
 
 class SteppedClock:

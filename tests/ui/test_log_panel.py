@@ -10,7 +10,8 @@ from app.services.core.log_lines import LogLine
 from app.services.logs.parse import LogAttributor, skipped_marker
 from app.ui.dashboard.log_panel import RENDERED_ROWS, LogPanel
 from app.ui.text.glyphs import UNICODE
-from tests.ui.screen import screen_text, wait_for
+from tests.helpers.screen import screen_text
+from tests.helpers.wait import wait_for
 
 
 class PanelApp(App[None]):
@@ -44,7 +45,7 @@ async def test_scrollback_is_bounded_and_rows_are_rendered_only_when_on_screen()
         panel.set_source("m", [])
         for start in range(0, 120_000, 20_000):  # past the bound
             panel.append(lines(start, 20_000))
-        await wait_for(pilot, lambda: "line 0119999" in screen_text(app))
+        await wait_for(lambda: "line 0119999" in screen_text(app), pilot=pilot)
         assert len(panel.buffer) == 100_000  # the bound beside LogPanel.buffer
         assert panel.buffer[0].text.endswith("line 0020000")
         assert len(panel._rows) <= 3 * panel.size.height  # the rows of the frames painted: never the 100,000
@@ -91,8 +92,8 @@ async def test_skipped_lines_are_said_whatever_the_filter() -> None:
         panel.current_model = "alpha"
         panel.action_toggle_model()
         panel.append([skipped_marker(83_412), *lines(10, 10)])
-        await wait_for(pilot, lambda: "83,412 lines skipped" in screen_text(app))
-        await wait_for(pilot, lambda: "83,412 skipped" in str(panel.border_subtitle))
+        await wait_for(lambda: "83,412 lines skipped" in screen_text(app), pilot=pilot)
+        await wait_for(lambda: "83,412 skipped" in str(panel.border_subtitle), pilot=pilot)
         assert panel.view[-1].text.endswith("line 0000010")
 
 
@@ -121,7 +122,7 @@ async def test_new_lines_move_the_scrollbar_without_a_layout_of_the_screen() -> 
     async with app.run_test(size=(100, 20)) as pilot:
         panel = app.panel
         panel.set_source("m", lines(0, 50))
-        await wait_for(pilot, lambda: "line 0000049" in screen_text(app))
+        await wait_for(lambda: "line 0000049" in screen_text(app), pilot=pilot)
         layouts: list[bool] = []
         real_refresh = panel.refresh
 
@@ -132,7 +133,7 @@ async def test_new_lines_move_the_scrollbar_without_a_layout_of_the_screen() -> 
         panel.refresh = counting  # type: ignore[method-assign,assignment]
         for start in range(50, 250, 50):
             panel.append(lines(start, 50))
-            await wait_for(pilot, shows(app, f"line {start + 49:07d}"))
+            await wait_for(shows(app, f"line {start + 49:07d}"), pilot=pilot)
         assert layouts and not any(layouts)  # painted, never laid out again
         assert panel.virtual_size.height == 250
         assert panel.following and panel.scroll_y == panel.max_scroll_y

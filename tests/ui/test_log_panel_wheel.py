@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual import events
 
 from app.ui.dashboard.log_panel import LogPanel
-from tests.ui.screen import wait_for
+from tests.helpers.wait import wait_for
 from tests.ui.test_log_panel import PanelApp, lines
 
 
@@ -21,13 +21,13 @@ async def test_the_wheel_up_pauses_the_log_and_a_notch_is_textuals_step_either_w
         panel = app.panel
         panel.set_source("m", [])
         panel.append(lines(0, 500))
-        await wait_for(pilot, lambda: panel.max_scroll_y > 0 and panel.scroll_y == panel.max_scroll_y)
+        await wait_for(lambda: panel.max_scroll_y > 0 and panel.scroll_y == panel.max_scroll_y, pilot=pilot)
         end, step = panel.scroll_y, app.scroll_sensitivity_y
         assert panel.following
         wheel(panel, up=True)
-        await wait_for(pilot, lambda: panel.scroll_y != end)
+        await wait_for(lambda: panel.scroll_y != end, pilot=pilot)
         await pilot.pause()
         assert not panel.following
         assert panel.scroll_y == end - step
         wheel(panel, up=False)
-        await wait_for(pilot, lambda: panel.scroll_y == end)
+        await wait_for(lambda: panel.scroll_y == end, pilot=pilot)

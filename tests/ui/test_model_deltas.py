@@ -14,8 +14,9 @@ from app.ui.app import HerdApp, make_app
 from app.ui.dashboard.fleet_table import fleet_key
 from app.ui.dashboard.model_table import KeyedTable
 from app.ui.state.herd_state import HerdState
-from tests.ui.screen import screen_text, wait_for
-from tests.ui.standin import NOW, demo_fleet, workstation_models
+from tests.helpers.screen import screen_text
+from tests.helpers.standin_fleet import NOW, demo_fleet, workstation_models
+from tests.helpers.wait import wait_for
 
 SIZE = (140, 40)
 
@@ -50,7 +51,7 @@ async def test_a_delta_changes_its_row_and_repaints_only_that_row() -> None:
     app: HerdApp = make_app(Config(), fleet, frozen_time=NOW)
     async with app.run_test(size=SIZE) as pilot:
         table = app.dashboard.model_table
-        await wait_for(pilot, lambda: len(table.rows_now) == 5)
+        await wait_for(lambda: len(table.rows_now) == 5, pilot=pilot)
         await pilot.pause(0.2)
         others = {k: r for k, r in table.rows_now.items() if k != "mistral-7b"}
         cells = {k: table.get_row(k) for k in others}
@@ -58,8 +59,9 @@ async def test_a_delta_changes_its_row_and_repaints_only_that_row() -> None:
         assert "loading" not in before
         seen = rendered_rows(table)
         fleet.emit(ModelsUpdated("workstation", (changed(by_id("mistral-7b"), state=ModelState.LOADING),)))
-        await wait_for(pilot, lambda: "loading" in status(table, "mistral-7b"))
-        await pilot.pause(0.1)
+        await wait_for(lambda: "loading" in status(table, "mistral-7b"), pilot=pilot)
+        # the paint that drew the changed row is the one that would have drawn the others again
+        await wait_for(lambda: "mistral-7b" in seen and "loading" in screen_text(app), pilot=pilot)
         assert "loading" in screen_text(app)
         assert set(seen) == {"mistral-7b"}, seen  # the other rows were not drawn again
         assert {k: r for k, r in table.rows_now.items() if k != "mistral-7b"} == others
@@ -73,16 +75,16 @@ async def test_a_list_read_reconciles_rows_that_came_and_went_after_deltas() -> 
     app: HerdApp = make_app(Config(), fleet, frozen_time=NOW)
     async with app.run_test(size=SIZE) as pilot:
         table = app.dashboard.model_table
-        await wait_for(pilot, lambda: len(table.rows_now) == 5)
+        await wait_for(lambda: len(table.rows_now) == 5, pilot=pilot)
         table.move_cursor(row=table.get_row_index("llama-3.2-3b"))
         # A delta may name a model not listed yet (a status event before the list): it gets a row.
         fleet.emit(ModelsUpdated("workstation", (ModelInfo("newcomer", ModelState.LOADING),)))
-        await wait_for(pilot, lambda: "newcomer" in table.rows_now)
+        await wait_for(lambda: "newcomer" in table.rows_now, pilot=pilot)
         assert table.row_count == 6
         # The list read: "broken" is gone, "newcomer" is not in it either, "zeta" came.
         models = (*tuple(m for m in workstation_models() if m.id != "broken"), ModelInfo("zeta", ModelState.UNLOADED))
         fleet.emit(ModelsChanged("workstation", models))
-        await wait_for(pilot, lambda: "zeta" in table.rows_now)
+        await wait_for(lambda: "zeta" in table.rows_now, pilot=pilot)
         assert set(table.rows_now) == {m.id for m in models}
         assert set(table.order) == {m.id for m in models} and len(table.order) == len(models)
         assert table.cursor_key() == "llama-3.2-3b"
@@ -93,15 +95,15 @@ async def test_the_fleet_view_applies_a_delta_to_its_row_only() -> None:
     fleet = demo_fleet()
     app: HerdApp = make_app(Config(), fleet, frozen_time=NOW)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
+        await wait_for(lambda: len(app.dashboard.model_table.rows_now) == 5, pilot=pilot)
         await pilot.press("f")
         ft = app.dashboard.fleet_table
         key = fleet_key("workstation", "mistral-7b")
-        await wait_for(pilot, lambda: key in ft.rows_now)
+        await wait_for(lambda: key in ft.rows_now, pilot=pilot)
         await pilot.pause(0.2)
         others = {k: r for k, r in ft.rows_now.items() if k != key}
         fleet.emit(ModelsUpdated("workstation", (changed(by_id("mistral-7b"), state=ModelState.LOADING),)))
-        await wait_for(pilot, lambda: "loading" in status(ft, key))
+        await wait_for(lambda: "loading" in status(ft, key), pilot=pilot)
         assert {k: r for k, r in ft.rows_now.items() if k != key} == others
         assert ft.row_count == len(others) + 1
 

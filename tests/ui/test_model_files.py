@@ -20,7 +20,8 @@ from app.services.presets.store import PresetResult
 from app.ui.screens.model_files import NO_DIRS, ModelFilesScreen
 from tests.helpers.herd import Herd
 from tests.helpers.router import preset_text
-from tests.ui.screen import screen_text, wait_for
+from tests.helpers.screen import screen_text
+from tests.helpers.wait import wait_for
 
 SIZE = (120, 40)
 
@@ -88,7 +89,7 @@ def rows(screen: ModelFilesScreen) -> dict[str, list[str]]:
 
 
 async def listed(host: FilesHost, pilot: Pilot[Any]) -> ModelFilesScreen:
-    await wait_for(pilot, lambda: host.screen_.mode in ("files", "empty"))
+    await wait_for(lambda: host.screen_.mode in ("files", "empty"), pilot=pilot)
     return host.screen_
 
 
@@ -128,7 +129,7 @@ async def test_files_are_listed_by_role_and_gamma_is_added_with_its_projector(he
             assert table["delta-00001-of-00002.gguf"][2:4] == ["model, 2 parts", "delta"]
             assert table["gamma/mmproj-gamma-f16.gguf"][2:] == ["projector", "-", "with gamma"]
             assert table["gamma/mtp-gamma.gguf"][2:] == ["draft head", "-", "draft for gamma"]
-            await wait_for(pilot, lambda: "a Add" in screen_text(host))  # the footer follows after a refresh
+            await wait_for(lambda: "a Add" in screen_text(host), pilot=pilot)  # the footer follows after a refresh
             shown = screen_text(host)
             assert "Model files on here" in shown and "a Add" in shown and "n Add as" in shown
             assert "a or enter adds [delta] to the preset" in shown
@@ -136,13 +137,13 @@ async def test_files_are_listed_by_role_and_gamma_is_added_with_its_projector(he
             # a projector is listed but not offered: `a` says why, nothing is planned
             await cursor_to(pilot, screen, "gamma/mmproj-gamma-f16.gguf")
             await pilot.press("a")
-            await pilot.pause(0.2)
+            await wait_for(lambda: "Cannot add: mmproj-gamma-f16.gguf is a projector" in screen_text(host), pilot=pilot)
             assert screen.mode == "files" and screen.plan is None
             assert "Cannot add: mmproj-gamma-f16.gguf is a projector" in screen_text(host)
 
             await cursor_to(pilot, screen, "gamma/gamma-Q8_0.gguf")
             await pilot.press("a")
-            await wait_for(pilot, lambda: screen.mode == "review")
+            await wait_for(lambda: screen.mode == "review", pilot=pilot)
             shown = screen_text(host)
             assert "+[gamma]" in shown
             assert f"+mmproj = {here.models / 'gamma' / 'mmproj-gamma-f16.gguf'}" in shown
@@ -150,7 +151,7 @@ async def test_files_are_listed_by_role_and_gamma_is_added_with_its_projector(he
             assert "The router reloads; no loaded model is affected." in shown
             assert preset.read_bytes() == before  # nothing written before enter
             await pilot.press("enter")
-            await wait_for(pilot, lambda: bool(host.results), timeout=15)
+            await wait_for(lambda: bool(host.results), timeout=15, pilot=pilot)
         result = host.results[0]
         assert result is not None and result.written and result.reloaded
         text = preset.read_text()
@@ -179,7 +180,7 @@ async def test_adding_a_section_that_exists_is_refused_inline_and_n_adds_it_unde
             assert rows(screen)["gamma/gamma-Q8_0.gguf"][3] == "gamma  in preset"
             await cursor_to(pilot, screen, "gamma/gamma-Q8_0.gguf")
             await pilot.press("a")
-            await wait_for(pilot, lambda: "Not added" in screen_text(host))
+            await wait_for(lambda: "Not added" in screen_text(host), pilot=pilot)
             shown = screen_text(host)
             assert "section [gamma] already exists" in shown and "Nothing was written" in shown
             assert screen.mode == "files" and screen.plan is None
@@ -188,14 +189,14 @@ async def test_adding_a_section_that_exists_is_refused_inline_and_n_adds_it_unde
             await pilot.press("n")
             assert screen.mode == "naming"
             await pilot.press("ctrl+u", *"gamma-vision", "enter")
-            await wait_for(pilot, lambda: screen.mode == "review")
+            await wait_for(lambda: screen.mode == "review", pilot=pilot)
             assert "+[gamma-vision]" in screen_text(host)
             await pilot.press("escape")  # back to the files: nothing written
             assert screen.mode == "files" and preset.read_bytes() == before
             await pilot.press("n", "ctrl+u", *"gamma-vision", "enter")
-            await wait_for(pilot, lambda: screen.mode == "review")
+            await wait_for(lambda: screen.mode == "review", pilot=pilot)
             await pilot.press("enter")
-            await wait_for(pilot, lambda: bool(host.results), timeout=15)
+            await wait_for(lambda: bool(host.results), timeout=15, pilot=pilot)
         result = host.results[0]
         assert result is not None and result.written
         assert preset.read_text().startswith(before.decode())
@@ -219,16 +220,16 @@ async def test_an_incomplete_split_is_marked_r_rescans_and_escape_closes(here: H
             assert rows(screen)["delta-00001-of-00002.gguf"][2] == "model, 1 of 2 parts, incomplete"
             await cursor_to(pilot, screen, "delta-00001-of-00002.gguf")
             await pilot.press("enter")
-            await pilot.pause(0.2)
+            await wait_for(lambda: "delta is missing parts (1 of 2 found)" in screen_text(host), pilot=pilot)
             assert screen.mode == "files" and "delta is missing parts (1 of 2 found)" in screen_text(host)
             await cursor_to(pilot, screen, "gamma/gamma-Q8_0.gguf")
             second.write_bytes(kept)
             await pilot.press("r")
-            await wait_for(pilot, lambda: rows(screen)["delta-00001-of-00002.gguf"][2] == "model, 2 parts")
+            await wait_for(lambda: rows(screen)["delta-00001-of-00002.gguf"][2] == "model, 2 parts", pilot=pilot)
             current = screen.current_row()
             assert current is not None and current.model is not None and current.model.name == "gamma"
             await pilot.press("escape")
-            await wait_for(pilot, lambda: bool(host.results))
+            await wait_for(lambda: bool(host.results), pilot=pilot)
         assert host.results == [None]
     finally:
         await fleet.close()
@@ -244,7 +245,7 @@ async def test_a_machine_without_models_dirs_says_so(tmp_path: Path, monkeypatch
             assert screen.mode == "empty" and NO_DIRS in screen_text(host)
             assert not screen.query_one("#mf-table").display
             await pilot.press("escape")
-            await wait_for(pilot, lambda: bool(host.results))
+            await wait_for(lambda: bool(host.results), pilot=pilot)
     finally:
         await fleet.close()
 
@@ -258,7 +259,7 @@ async def test_the_selected_file_shows_its_estimate_before_it_is_added(here: Her
         def hint() -> str:
             return " ".join(str(screen.query_one("#mf-hint", Static).render()).split())
 
-        await wait_for(pilot, lambda: "estimate ~" in hint())
+        await wait_for(lambda: "estimate ~" in hint(), pilot=pilot)
         assert "weights" in hint() and "KV" in hint() and "free memory on here not known yet" in hint()
         # the weights are both parts of the split model, as the server loads them
         parts = sorted(here.models.glob("delta-*.gguf"))

@@ -12,8 +12,9 @@ from app.services.core.fleet_events import ModelsChanged
 from app.services.core.router_types import LoadProgress, ModelInfo, ModelState
 from app.ui.app import HerdApp, make_app
 from app.ui.dashboard.model_table import KeyedTable
-from tests.ui.screen import screen_text, wait_for
-from tests.ui.standin import NOW, demo_fleet, workstation_models
+from tests.helpers.screen import screen_text
+from tests.helpers.standin_fleet import NOW, demo_fleet, workstation_models
+from tests.helpers.wait import wait_for
 
 SIZE = (80, 24)
 
@@ -37,16 +38,16 @@ async def test_status_narrows_again_when_loading_ends() -> None:
     app = make_app(Config(), fleet, frozen_time=NOW)
     async with app.run_test(size=SIZE) as pilot:
         table = app.dashboard.model_table
-        await wait_for(pilot, lambda: len(table.rows_now) == 5)
+        await wait_for(lambda: len(table.rows_now) == 5, pilot=pilot)
         await pilot.pause(0.1)
         settled, virtual = width(table, "status"), table.virtual_size.width
         for _ in range(3):  # loads come and go: the column must come back each time
             progress = LoadProgress(("text_model",), "text_model", 0.42)
             fleet.emit(ModelsChanged("workstation", with_gemma(state=ModelState.LOADING, progress=progress)))
-            await wait_for(pilot, lambda: "42%" in status_of(app, "gemma-3-4b-it"))
+            await wait_for(lambda: "42%" in status_of(app, "gemma-3-4b-it"), pilot=pilot)
             assert width(table, "status") > settled
             fleet.emit(ModelsChanged("workstation", loaded))
-            await wait_for(pilot, lambda: "loaded" in status_of(app, "gemma-3-4b-it"))
+            await wait_for(lambda: "loaded" in status_of(app, "gemma-3-4b-it"), pilot=pilot)
             await pilot.pause(0.1)
             assert width(table, "status") == settled
             assert table.virtual_size.width == virtual  # the narrower column laid out too
@@ -67,15 +68,15 @@ async def test_a_filtered_out_widest_row_and_another_machine_narrow_their_column
     app = make_app(Config(), fleet, frozen_time=NOW)
     async with app.run_test(size=SIZE) as pilot:
         table = app.dashboard.model_table
-        await wait_for(pilot, lambda: len(table.rows_now) == 5)
+        await wait_for(lambda: len(table.rows_now) == 5, pilot=pilot)
         assert fits(table)
         widest = width(table, "status")  # "✖ failed (exit 1)" or the loading badge
         table.set_filter("qwen")  # the widest statuses are filtered out
-        await wait_for(pilot, lambda: list(table.rows_now) == ["qwen2.5-coder-14b"])
+        await wait_for(lambda: list(table.rows_now) == ["qwen2.5-coder-14b"], pilot=pilot)
         assert fits(table) and width(table, "status") == len(status_of(app, "qwen2.5-coder-14b")) < widest
         table.set_filter("")
-        await wait_for(pilot, lambda: len(table.rows_now) == 5)
+        await wait_for(lambda: len(table.rows_now) == 5, pilot=pilot)
         assert fits(table)
         await pilot.press("2")  # gpu-box: its own widths, not the widest of both machines
-        await wait_for(pilot, lambda: table.machine == "gpu-box" and len(table.rows_now) == 2)
+        await wait_for(lambda: table.machine == "gpu-box" and len(table.rows_now) == 2, pilot=pilot)
         assert fits(table) and width(table, "status") < widest  # nothing failed or loading there

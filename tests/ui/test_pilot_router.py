@@ -17,7 +17,8 @@ from app.ui.dashboard.machine_card import MachineCard
 from app.ui.screens.confirm import ConfirmScreen
 from tests.helpers.herd import Herd
 from tests.helpers.router import RouterProc, preset_text
-from tests.ui.screen import record_notifications, screen_text, wait_for
+from tests.helpers.screen import record_notifications, screen_text
+from tests.helpers.wait import wait_for
 
 SIZE = (120, 40)
 
@@ -50,7 +51,7 @@ def record_statuses(app: HerdApp, model: str) -> list[str]:
 
 
 async def select(app: HerdApp, pilot: Any, model: str) -> None:
-    await wait_for(pilot, lambda: model in app.dashboard.model_table.rows_now)
+    await wait_for(lambda: model in app.dashboard.model_table.rows_now, pilot=pilot)
     app.dashboard.model_table.move_cursor(row=app.dashboard.model_table.get_row_index(model))
     await pilot.pause()
 
@@ -59,15 +60,17 @@ async def test_load_key_shows_loading_then_loaded_and_unload_key_unloads(box_app
     app = box_app
     async with app.run_test(size=SIZE) as pilot:
         await select(app, pilot, "alpha")
-        await wait_for(pilot, lambda: "unloaded" in status(app, "alpha"), timeout=5)
+        await wait_for(lambda: "unloaded" in status(app, "alpha"), timeout=5, pilot=pilot)
         seen = record_statuses(app, "alpha")
         await pilot.press("l")
-        await wait_for(pilot, lambda: status(app, "alpha").endswith("loaded") and "un" not in status(app, "alpha"))
+        await wait_for(
+            lambda: status(app, "alpha").endswith("loaded") and "un" not in status(app, "alpha"), pilot=pilot
+        )
         assert any("loading" in s for s in seen), seen
         assert seen[-1] == "● loaded"
         assert seen.index(next(s for s in seen if "loading" in s)) < seen.index("● loaded")
         await pilot.press("u")
-        await wait_for(pilot, lambda: "unloaded" in status(app, "alpha"))
+        await wait_for(lambda: "unloaded" in status(app, "alpha"), pilot=pilot)
 
 
 async def test_broken_model_shows_failed_with_exit_code_and_a_notification(box_app: HerdApp) -> None:
@@ -76,9 +79,9 @@ async def test_broken_model_shows_failed_with_exit_code_and_a_notification(box_a
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await select(app, pilot, "broken")
         await pilot.press("l")
-        await wait_for(pilot, lambda: "failed" in status(app, "broken"), timeout=30)
+        await wait_for(lambda: "failed" in status(app, "broken"), timeout=30, pilot=pilot)
         assert "exit" in status(app, "broken")
-        await wait_for(pilot, lambda: any(sev == "error" and "broken" in msg for sev, _, msg in notes))
+        await wait_for(lambda: any(sev == "error" and "broken" in msg for sev, _, msg in notes), pilot=pilot)
         message = next(msg for sev, _, msg in notes if sev == "error")
         assert "exit code" in message
         # It stays visible in the machine's state after the toast is gone.
@@ -89,13 +92,13 @@ async def test_broken_model_shows_failed_with_exit_code_and_a_notification(box_a
 async def test_kill9_of_the_router_shows_in_the_machines_pane_within_2s(box_app: HerdApp, router: RouterProc) -> None:
     app = box_app
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "alpha" in app.dashboard.model_table.rows_now)
+        await wait_for(lambda: "alpha" in app.dashboard.model_table.rows_now, pilot=pilot)
         card = app.dashboard.machines.query_one(MachineCard)
-        await wait_for(pilot, lambda: "attached" in screen_text(app))
+        await wait_for(lambda: "attached" in screen_text(app), pilot=pilot)
         assert not card.has_class("-down")
         t0 = time.monotonic()
         router.kill9()
-        await wait_for(pilot, lambda: card.has_class("-down"), timeout=5)
+        await wait_for(lambda: card.has_class("-down"), timeout=5, pilot=pilot)
         took = time.monotonic() - t0
         assert took < 2.0, f"the machines pane showed the dead router after {took:.2f}s"
         assert "not answering" in screen_text(app)
@@ -124,21 +127,21 @@ async def test_start_load_fail_with_log_lines_and_stop_after_asking(managed_app:
     app = managed_app
     notes = record_notifications(app)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await wait_for(pilot, lambda: app.state.get("here").view.router_state is RouterState.ABSENT)
+        await wait_for(lambda: app.state.get("here").view.router_state is RouterState.ABSENT, pilot=pilot)
         await pilot.press("s")
         await wait_for(
-            pilot, lambda: "running" in screen_text(app) and "alpha" in app.dashboard.model_table.rows_now, 40
+            lambda: "running" in screen_text(app) and "alpha" in app.dashboard.model_table.rows_now, 40, pilot=pilot
         )
         await select(app, pilot, "broken")
         await pilot.press("l")
-        await wait_for(pilot, lambda: "failed" in status(app, "broken"), timeout=30)
-        await wait_for(pilot, lambda: any(sev == "error" and "broken" in msg for sev, _, msg in notes))
+        await wait_for(lambda: "failed" in status(app, "broken"), timeout=30, pilot=pilot)
+        await wait_for(lambda: any(sev == "error" and "broken" in msg for sev, _, msg in notes), pilot=pilot)
         message = next(msg for sev, _, msg in notes if sev == "error" and "broken" in msg)
         # One line and the key to the rest: the model's log lines covered half the screen as a toast.
         assert "\n" not in message and message.endswith(" · g for the log"), message
         # the model's own lines (credited to it), not only the router's line that names it: the log tail reads
         # on its own schedule, so they can arrive after the failure's event
-        await wait_for(pilot, lambda: any(ln.model == "broken" for ln in app.dashboard.logs.buffer))
+        await wait_for(lambda: any(ln.model == "broken" for ln in app.dashboard.logs.buffer), pilot=pilot)
         await pilot.press("g")  # the failed model's own lines
         assert app.dashboard.logs.model == "broken" and any(
             app.dashboard.logs.wanted(ln) for ln in app.dashboard.logs.buffer
@@ -146,10 +149,10 @@ async def test_start_load_fail_with_log_lines_and_stop_after_asking(managed_app:
         app.dashboard.model_table.focus()
         await select(app, pilot, "alpha")
         await pilot.press("l")
-        await wait_for(pilot, lambda: status(app, "alpha") == "● loaded", timeout=30)
+        await wait_for(lambda: status(app, "alpha") == "● loaded", timeout=30, pilot=pilot)
         await pilot.press("x")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(lambda: isinstance(app.screen, ConfirmScreen), pilot=pilot)
         assert "alpha" in screen_text(app)
         await pilot.press("y")
-        await wait_for(pilot, lambda: "stopped on request" in screen_text(app), timeout=30)
-        await wait_for(pilot, lambda: "unloaded" in status(app, "alpha"), timeout=5)
+        await wait_for(lambda: "stopped on request" in screen_text(app), timeout=30, pilot=pilot)
+        await wait_for(lambda: "unloaded" in status(app, "alpha"), timeout=5, pilot=pilot)

@@ -26,10 +26,10 @@ from app.services.presets.store import PresetResult
 from app.services.router.load_and_wait import ensure_loaded
 from app.ui.screens.confirm import ConfirmScreen
 from app.ui.screens.preset_form import PresetForm
-from tests.helpers import wait
 from tests.helpers.herd import Herd
 from tests.helpers.router import preset_text
-from tests.ui.screen import screen_text, wait_for
+from tests.helpers.screen import screen_text
+from tests.helpers.wait import wait_for
 
 SIZE = (100, 40)
 SNAP_DIR = Path("/tmp/llamaherd-preset-form-snapshot")  # a fixed path, so the title and diff headers never vary
@@ -97,7 +97,7 @@ async def running(fleet: Fleet) -> AsyncIterator[None]:
 
 
 async def opened(host: FormHost, pilot: Pilot[Any]) -> PresetForm:
-    await wait_for(pilot, lambda: host.form.mode == "form")
+    await wait_for(lambda: host.form.mode == "form", pilot=pilot)
     return host.form
 
 
@@ -129,13 +129,13 @@ async def test_ctx_size_typed_shows_the_diff_writes_one_line_and_the_router_serv
             await pilot.press("tab", "tab", "tab")  # model file, projector, draft model, then context size
             assert host.focused is ctx
             await pilot.press("5", "1", "2", "ctrl+s")
-            await wait_for(pilot, lambda: form.mode == "review")
+            await wait_for(lambda: form.mode == "review", pilot=pilot)
             shown = screen_text(host)
             assert "+ctx-size = 512" in shown
             assert "Reloading will unload: alpha" in shown
             assert preset.read_bytes() == before  # nothing written before the confirmation
             await pilot.press("enter")
-            await wait_for(pilot, lambda: bool(host.results), timeout=15)
+            await wait_for(lambda: bool(host.results), timeout=15, pilot=pilot)
         result = host.results[0]
         assert result is not None and result.written and result.reloaded
         expected = PresetDoc.parse(before.decode()).set_key("alpha", "ctx-size", "512").text()
@@ -147,7 +147,7 @@ async def test_ctx_size_typed_shows_the_diff_writes_one_line_and_the_router_serv
         async def reloaded() -> bool:
             return "ctx-size = 512" in await alpha_preset(fleet)
 
-        await wait.wait_for(reloaded, 10, what="the router serving the new preset")
+        await wait_for(reloaded, 10, what="the router serving the new preset")
 
 
 async def test_a_semicolon_is_refused_inline_naming_the_field_and_nothing_is_written(
@@ -167,8 +167,17 @@ async def test_a_semicolon_is_refused_inline_naming_the_field_and_nothing_is_wri
             assert "Not saved: Chat template (chat-template)" in error
             assert "cannot contain ';'" in error
             assert form.mode == "form" and host.focused is template and template.has_class("pf-bad")
+            said: list[str] = []
+            show_error = form.show_error
+
+            def shown(message: str, style: str = "") -> None:
+                said.append(message)
+                show_error(message, style)
+
+            form.show_error = shown  # type: ignore[method-assign]
             await pilot.press("ctrl+s")  # still refused: nothing reaches the file
-            await pilot.pause(0.2)
+            # the refusal is said again (the same words, so on screen nothing changes): the save was handled
+            await wait_for(lambda: any(m.startswith("Not saved") for m in said), pilot=pilot, what="the refusal again")
             assert form.mode == "form"
         assert preset.read_bytes() == before
         assert backups(preset) == []
@@ -183,23 +192,23 @@ async def test_escape_cancels_without_writing(here: tuple[Fleet, Path]) -> None:
             form = await opened(host, pilot)
             form.query_one("#field-ctx-size", Input).focus()
             await pilot.press("1", "0", "2", "4", "ctrl+s")
-            await wait_for(pilot, lambda: form.mode == "review")
+            await wait_for(lambda: form.mode == "review", pilot=pilot)
             await pilot.press("escape")  # back to the form, the edit kept
             assert form.mode == "form" and form.query_one("#field-ctx-size", Input).value == "1024"
             await pilot.press("ctrl+s")
-            await wait_for(pilot, lambda: form.mode == "review")
+            await wait_for(lambda: form.mode == "review", pilot=pilot)
             await pilot.press("l", "escape")  # the app's own keys do not act behind the editor
             assert host.app_keys == 0
             await pilot.press("escape")  # cancel: an edit is not written yet, so it asks first
-            await wait_for(pilot, lambda: isinstance(host.screen, ConfirmScreen))
+            await wait_for(lambda: isinstance(host.screen, ConfirmScreen), pilot=pilot)
             assert "Discard changes to [alpha] on here?" in screen_text(host)
             await pilot.press("n")  # no: back to the form, the edit kept
-            await wait_for(pilot, lambda: host.screen is form)
+            await wait_for(lambda: host.screen is form, pilot=pilot)
             assert form.query_one("#field-ctx-size", Input).value == "1024" and not host.results
             await pilot.press("escape")
-            await wait_for(pilot, lambda: isinstance(host.screen, ConfirmScreen))
+            await wait_for(lambda: isinstance(host.screen, ConfirmScreen), pilot=pilot)
             await pilot.press("y")  # discard
-            await wait_for(pilot, lambda: bool(host.results))
+            await wait_for(lambda: bool(host.results), pilot=pilot)
         assert host.results == [None]
         assert preset.read_bytes() == before and backups(preset) == []
 
@@ -212,19 +221,19 @@ async def test_escape_without_edits_closes_at_once_and_an_added_key_is_an_edit(h
         async with host.run_test(size=SIZE) as pilot:
             await opened(host, pilot)
             await pilot.press("escape")  # nothing edited: closed, no question
-            await wait_for(pilot, lambda: bool(host.results))
+            await wait_for(lambda: bool(host.results), pilot=pilot)
             assert host.results == [None] and not isinstance(host.screen, ConfirmScreen)
             again = PresetForm(fleet, "here", "alpha")
             host.push_screen(again, host.results.append)
-            await wait_for(pilot, lambda: again.mode == "form")
+            await wait_for(lambda: again.mode == "form", pilot=pilot)
             await pilot.press("ctrl+n", *"temp", "tab", "0", ".", "7")
             await pilot.press("escape")
-            await wait_for(pilot, lambda: isinstance(host.screen, ConfirmScreen))
+            await wait_for(lambda: isinstance(host.screen, ConfirmScreen), pilot=pilot)
             await pilot.press("escape")  # Esc on the question keeps the edits
-            await wait_for(pilot, lambda: host.screen is again)
+            await wait_for(lambda: host.screen is again, pilot=pilot)
             await pilot.press("ctrl+r")  # the added row removed: nothing left to lose
             await pilot.press("escape")
-            await wait_for(pilot, lambda: len(host.results) == 2)
+            await wait_for(lambda: len(host.results) == 2, pilot=pilot)
         assert preset.read_bytes() == before
 
 
@@ -236,7 +245,7 @@ async def test_free_rows_add_check_against_the_servers_options_and_remove(here: 
         async with host.run_test(size=SIZE) as pilot:
             form = await opened(host, pilot)
             await pilot.press("ctrl+n", *"temp", "tab", "0", ".", "7", "ctrl+s")
-            await wait_for(pilot, lambda: form.mode == "review")
+            await wait_for(lambda: form.mode == "review", pilot=pilot)
             assert "+temp = 0.7" in screen_text(host)
             await pilot.press("escape", "shift+tab", "ctrl+u", *"no-such-option", "ctrl+s")
             await pilot.pause()
@@ -258,11 +267,11 @@ async def test_a_file_changed_on_disk_is_refused_with_the_diff_and_the_form_relo
             form = await opened(host, pilot)
             form.query_one("#field-ctx-size", Input).focus()
             await pilot.press("5", "1", "2", "ctrl+s")
-            await wait_for(pilot, lambda: form.mode == "review")
+            await wait_for(lambda: form.mode == "review", pilot=pilot)
             theirs = preset.read_text().replace("[beta]\n", "[beta]\nthreads = 2\n")
             preset.write_text(theirs)  # somebody else's edit, after the form read the file
             await pilot.press("enter")
-            await wait_for(pilot, lambda: form.mode == "conflict")
+            await wait_for(lambda: form.mode == "conflict", pilot=pilot)
             shown = screen_text(host)
             assert "changed on disk since it was read" in shown
             # the file on disk now (with their line) against this edit (without it, with ours)
@@ -270,7 +279,7 @@ async def test_a_file_changed_on_disk_is_refused_with_the_diff_and_the_form_relo
             assert "-threads = 2" in shown and "+ctx-size = 512" in shown
             assert preset.read_text() == theirs and backups(preset) == []
             await pilot.press("r")
-            await wait_for(pilot, lambda: form.mode == "form")
+            await wait_for(lambda: form.mode == "form", pilot=pilot)
             assert form.query_one("#field-ctx-size", Input).value == ""  # read again from the file
         assert host.results == []
 
@@ -308,16 +317,16 @@ async def test_without_the_servers_options_a_warning_shows_and_keys_are_checked_
             assert not form.query(".free-row")
             form.query_one("#field-stop-timeout", Input).focus()
             await pilot.press("5", "ctrl+s")
-            await wait_for(pilot, lambda: form.mode == "review")
+            await wait_for(lambda: form.mode == "review", pilot=pilot)
             diff = form.plan.diff if form.plan else ""
             # untouched fields keep their spelling: only the changed one is written
             assert [ln for ln in diff.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")] == [
                 "+stop-timeout = 5"
             ]
             await pilot.press("escape", "escape")  # back to the form, then away from it, which asks: edited
-            await wait_for(pilot, lambda: isinstance(host.screen, ConfirmScreen))
+            await wait_for(lambda: isinstance(host.screen, ConfirmScreen), pilot=pilot)
             await pilot.press("y")
-            await wait_for(pilot, lambda: bool(host.results))
+            await wait_for(lambda: bool(host.results), pilot=pilot)
     finally:
         await fleet.close()
     assert preset.read_bytes() == before
@@ -337,7 +346,7 @@ async def test_a_model_listed_with_a_canonical_tag_edits_the_section_the_file_sp
             assert form.values()["model"] == str(tmp_path / "tiny.gguf")
             form.query_one("#field-threads", Input).focus()
             await pilot.press("2", "ctrl+s")
-            await wait_for(pilot, lambda: form.mode == "review")
+            await wait_for(lambda: form.mode == "review", pilot=pilot)
             assert form.plan is not None and "[tiny:Q8_0]" not in form.plan.new_text
             assert "[tiny:q8_0]\nmodel = " in form.plan.new_text and "threads = 2" in form.plan.new_text
     finally:
@@ -366,7 +375,7 @@ def snap_fleet(llama_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 async def settle(pilot: Pilot[Any]) -> None:
     app = pilot.app
     assert isinstance(app, FormHost)
-    await wait_for(pilot, lambda: app.form.mode == "form")
+    await wait_for(lambda: app.form.mode == "form", pilot=pilot)
     for widget in app.form.query(Input):
         widget.cursor_blink = False  # a blinking cursor makes every screenshot different
     await pilot.pause(0.1)
@@ -383,7 +392,7 @@ def test_snapshot_diff(snap_compare: Any, snap_fleet: Fleet) -> None:
         assert isinstance(app, FormHost)
         app.form.query_one("#field-ctx-size", Input).focus()
         await pilot.press("2", "0", "4", "8", "ctrl+s")
-        await wait_for(pilot, lambda: app.form.mode == "review")
+        await wait_for(lambda: app.form.mode == "review", pilot=pilot)
         await pilot.pause(0.1)
 
     assert snap_compare(FormHost(snap_fleet, "alpha", close_fleet=True), terminal_size=SIZE, run_before=to_diff)

@@ -10,22 +10,22 @@ from textual.widgets._footer import FooterKey
 from app.config import Config
 from app.ui.app import make_app
 from app.ui.dashboard.footer import QuietFooter, shown_keys
-from tests.ui.screen import wait_for
-from tests.ui.standin import demo_fleet
+from tests.helpers.standin_fleet import demo_fleet
+from tests.helpers.wait import wait_for
 
 
 async def test_the_fleet_view_and_back_keep_the_footer_and_a_changed_key_rebuilds_it() -> None:
     app = make_app(Config(), demo_fleet())
     async with app.run_test(size=(140, 45)) as pilot:
         dash = app.dashboard
-        await wait_for(pilot, lambda: len(dash.query(FooterKey)) > 0 and dash.model_table.has_focus)
+        await wait_for(lambda: len(dash.query(FooterKey)) > 0 and dash.model_table.has_focus, pilot=pilot)
         await pilot.pause(0.3)
         before = list(dash.query(FooterKey))
         for _ in range(2):
             await pilot.press("f")
-            await wait_for(pilot, lambda: dash.fleet_table.has_focus)
+            await wait_for(lambda: dash.fleet_table.has_focus, pilot=pilot)
             await pilot.press("f")
-            await wait_for(pilot, lambda: dash.model_table.has_focus)
+            await wait_for(lambda: dash.model_table.has_focus, pilot=pilot)
         await pilot.pause(0.3)
         assert list(dash.query(FooterKey)) == before, "the footer was rebuilt though its keys did not change"
 
@@ -37,7 +37,7 @@ async def test_the_fleet_view_and_back_keep_the_footer_and_a_changed_key_rebuild
         renamed = dataclasses.replace(binding, description="Renamed")
         node._bindings.key_to_bindings[binding.key] = [renamed]
         dash.refresh_bindings()
-        await wait_for(pilot, lambda: any(k.description == "Renamed" for k in dash.query(FooterKey)))
+        await wait_for(lambda: any(k.description == "Renamed" for k in dash.query(FooterKey)), pilot=pilot)
         assert footer._drawn != shown
 
 
@@ -47,7 +47,7 @@ async def test_a_key_enabled_or_disabled_is_dimmed_in_place_without_rebuilding_t
     app = make_app(Config(), demo_fleet())
     async with app.run_test(size=(140, 45)) as pilot:
         dash = app.dashboard
-        await wait_for(pilot, lambda: len(dash.query(FooterKey)) > 0 and dash.model_table.has_focus)
+        await wait_for(lambda: len(dash.query(FooterKey)) > 0 and dash.model_table.has_focus, pilot=pilot)
         await pilot.pause(0.3)
         before = list(dash.query(FooterKey))
         load = next(k for k in before if k.action == "load")
@@ -61,7 +61,7 @@ async def test_a_key_enabled_or_disabled_is_dimmed_in_place_without_rebuilding_t
         for dimmed in (True, False, True):
             dim["load"] = dimmed
             dash.refresh_bindings()
-            await wait_for(pilot, lambda: load.has_class("-disabled") == dim["load"])
+            await wait_for(lambda: load.has_class("-disabled") == dim["load"], pilot=pilot)
             assert load._disabled == dimmed
             await pilot.pause()
             assert bool(load.rich_style.dim) == dimmed  # what shows: dim exactly when it cannot apply
@@ -73,7 +73,7 @@ async def test_a_key_enabled_or_disabled_is_dimmed_in_place_without_rebuilding_t
         footer = dash.query_one(QuietFooter)
         footer._drawn = None  # forgets what it drew: the next bindings update rebuilds it as Footer would
         dash.refresh_bindings()
-        await wait_for(pilot, lambda: bool(dash.query(FooterKey)) and dash.query(FooterKey).first() not in before)
+        await wait_for(lambda: bool(dash.query(FooterKey)) and dash.query(FooterKey).first() not in before, pilot=pilot)
         rebuilt = [(k.key, k.description, k.has_class("-disabled"), k.tooltip) for k in dash.query(FooterKey)]
         assert rebuilt == in_place
         assert any(d for _k, _d, d, _t in rebuilt)

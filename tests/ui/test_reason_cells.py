@@ -12,8 +12,8 @@ from app.services.history.last_change import LastChanges
 from app.services.history.store import HistoryRow, HistoryStore
 from app.ui.app import make_app
 from app.ui.dashboard.reason_cells import reason_note, reason_notes
-from tests.ui.screen import wait_for
-from tests.ui.standin import NOW, demo_fleet, model
+from tests.helpers.standin_fleet import NOW, demo_fleet, model
+from tests.helpers.wait import wait_for
 
 
 def row(ago: float, name: str, to: str, reason: str, detail: str = "", machine: str = "workstation") -> HistoryRow:
@@ -60,8 +60,8 @@ async def test_the_status_cell_shows_the_last_change_from_the_database_and_then_
             return table.rows_now[mid][1].text if mid in table.rows_now else ""
 
         want = f"evicted for qwen2.5-coder-14b · {clock(NOW - 300)}"
-        await wait_for(pilot, lambda: status("mistral-7b").endswith(want))
+        await wait_for(lambda: status("mistral-7b").endswith(want), pilot=pilot)
         assert status("broken").endswith("failed (exit 1)")  # nothing recorded: the status alone
         await store.add([row(20, "broken", "failed", "crashed", "exit status 1")])  # recorded while it runs
-        await wait_for(pilot, lambda: status("broken").endswith(f"failed (exit 1) · crashed · {clock(NOW - 20)}"))
+        await wait_for(lambda: status("broken").endswith(f"failed (exit 1) · crashed · {clock(NOW - 20)}"), pilot=pilot)
     store.close()

@@ -11,8 +11,9 @@ from app.ui.app import make_app
 from app.ui.dashboard import screen as dashboard_screen
 from app.ui.dashboard.repeat_failures import MAX_KEPT, QUIET_SECONDS, RepeatedFailures
 from tests.helpers.clock import SteppedClock
-from tests.ui.screen import record_notifications, wait_for
-from tests.ui.standin import NOW, demo_fleet
+from tests.helpers.screen import record_notifications
+from tests.helpers.standin_fleet import NOW, demo_fleet
+from tests.helpers.wait import wait_for
 
 
 def test_quiet_for_a_while_per_model_and_bounded() -> None:
@@ -46,19 +47,19 @@ async def test_a_repeated_failure_is_toasted_once_until_the_operator_loads_it_ag
     app = make_app(Config(), fleet, frozen_time=NOW)
     seen = record_notifications(app)
     async with app.run_test(size=(160, 40), notifications=True) as pilot:
-        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
+        await wait_for(lambda: len(app.dashboard.model_table.rows_now) == 5, pilot=pilot)
 
         def errors() -> list[str]:
             return [m for sev, _, m in seen if sev == "error"]
 
         fleet.emit(failure())
-        await wait_for(pilot, lambda: len(errors()) == 1)
+        await wait_for(lambda: len(errors()) == 1, pilot=pilot)
         for _ in range(3):  # a client retrying it: the row says each failure, the toasts do not pile up
             fleet.emit(failure())
             await pilot.pause(0.05)
         fleet.emit(Problem("workstation", "gemma failed to load (exit code 1)", model="gemma-3-4b-it"))
-        await wait_for(pilot, lambda: len(errors()) == 2)  # another model's failure is said
+        await wait_for(lambda: len(errors()) == 2, pilot=pilot)  # another model's failure is said
         assert sum("broken" in m for m in errors()) == 1
         app.dashboard.load("workstation", "broken")  # the operator's own load: its failure is answered
         fleet.emit(failure())
-        await wait_for(pilot, lambda: sum("broken" in m for m in errors()) == 2)
+        await wait_for(lambda: sum("broken" in m for m in errors()) == 2, pilot=pilot)

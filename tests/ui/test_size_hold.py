@@ -13,8 +13,8 @@ from app.ui.dashboard.machine_card import MachineCard
 from app.ui.widgets import sticky_sizes
 from app.ui.widgets.sticky_sizes import SizeHold, table_width
 from tests.helpers.clock import SteppedClock
-from tests.ui.screen import wait_for
-from tests.ui.standin import NOW, StandInFleet, demo_fleet
+from tests.helpers.standin_fleet import NOW, StandInFleet, demo_fleet
+from tests.helpers.wait import wait_for
 from tests.ui.test_model_table_widths import status_of, width, with_gemma
 
 
@@ -46,32 +46,32 @@ async def test_status_keeps_its_width_between_loads_then_narrows(monkeypatch: py
     app, fleet, loaded = gemma_loaded(monkeypatch)
     async with app.run_test(size=(200, 40)) as pilot:
         table = app.dashboard.model_table
-        await wait_for(pilot, lambda: len(table.rows_now) == 5)
+        await wait_for(lambda: len(table.rows_now) == 5, pilot=pilot)
         await pilot.pause(0.1)
         settled = width(table, "status")
         progress = LoadProgress(("text_model",), "text_model", 0.42)
         fleet.emit(ModelsChanged("workstation", with_gemma(state=ModelState.LOADING, progress=progress)))
-        await wait_for(pilot, lambda: "42%" in status_of(app, "gemma-3-4b-it"))
+        await wait_for(lambda: "42%" in status_of(app, "gemma-3-4b-it"), pilot=pilot)
         wide = width(table, "status")
         assert wide > settled
         fleet.emit(ModelsChanged("workstation", loaded))
-        await wait_for(pilot, lambda: "loaded" in status_of(app, "gemma-3-4b-it"))
+        await wait_for(lambda: "loaded" in status_of(app, "gemma-3-4b-it"), pilot=pilot)
         assert width(table, "status") == wide  # held: no column moved
-        await wait_for(pilot, lambda: width(table, "status") == settled)  # then narrowed, by itself
+        await wait_for(lambda: width(table, "status") == settled, pilot=pilot)  # then narrowed, by itself
 
 
 async def test_a_cards_problem_lines_keep_their_room_for_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
     app, fleet, _ = gemma_loaded(monkeypatch)
     async with app.run_test(size=(160, 40)) as pilot:
-        await wait_for(pilot, lambda: len(app.dashboard.model_table.rows_now) == 5)
+        await wait_for(lambda: len(app.dashboard.model_table.rows_now) == 5, pilot=pilot)
         card = next(c for c in app.dashboard.machines.query(MachineCard) if c.machine == "workstation")
-        await wait_for(pilot, lambda: card.size.height > 0)
+        await wait_for(lambda: card.size.height > 0, pilot=pilot)
         plain_height = card.size.height
         fleet.emit(Problem("workstation", "gemma-3-4b-it failed to load (exit code 1)", model="gemma-3-4b-it"))
-        await wait_for(pilot, lambda: card.size.height > plain_height)
+        await wait_for(lambda: card.size.height > plain_height, pilot=pilot)
         with_problem = card.size.height
         progress = LoadProgress(("text_model",), "text_model", 0.42)
         fleet.emit(ModelsChanged("workstation", with_gemma(state=ModelState.LOADING, progress=progress)))  # again
-        await wait_for(pilot, lambda: "failed" not in " ".join(t.plain for t in card._shown or []))
+        await wait_for(lambda: "failed" not in " ".join(t.plain for t in card._shown or []), pilot=pilot)
         assert card.size.height == with_problem  # the room is kept: nothing below the card moved
-        await wait_for(pilot, lambda: card.size.height == plain_height)  # then given back, by itself
+        await wait_for(lambda: card.size.height == plain_height, pilot=pilot)  # then given back, by itself

@@ -13,8 +13,8 @@ from textual.pilot import Pilot
 from app.config import Config
 from app.services.core.fleet_events import Problem
 from app.ui.app import HerdApp, make_app
-from tests.ui.screen import wait_for
-from tests.ui.standin import NOW, StandInFleet, demo_fleet
+from tests.helpers.standin_fleet import NOW, StandInFleet, demo_fleet
+from tests.helpers.wait import wait_for
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
 
@@ -27,11 +27,12 @@ async def settle(pilot: Pilot[Any]) -> None:
     app = pilot.app
     assert isinstance(app, HerdApp)
     await wait_for(
-        pilot, lambda: app.dashboard.model_table.rows_now and app.dashboard.machines.card("workstation").state.stats
+        lambda: app.dashboard.model_table.rows_now and app.dashboard.machines.card("workstation").state.stats,
+        pilot=pilot,
     )
     # The demo's laptop is unreachable from the start, which is said as a toast (test_unreachable.py): the pictures
     # are of the panes, not of a toast over them.
-    await wait_for(pilot, lambda: app._notifications)
+    await wait_for(lambda: app._notifications, pilot=pilot)
     app.clear_notifications()
     await pilot.pause(0.1)
 

@@ -21,8 +21,8 @@ from app.ui.patches.textual_internals import (
     inner_outer,
     keep_no_dead_styles_caches,
 )
-from tests.ui.screen import wait_for
-from tests.ui.standin import demo_fleet
+from tests.helpers.standin_fleet import demo_fleet
+from tests.helpers.wait import wait_for
 
 
 def test_textuals_own_colour_cache_still_keeps_a_removed_widgets_styles_cache() -> None:
@@ -60,7 +60,7 @@ async def test_widgets_mounted_drawn_and_removed_leave_no_styles_cache_alive() -
             for i, w in enumerate(batch):
                 w.styles.background = Color(10 * round_, i, 50)  # a new colour pair each
             await app.screen.mount_all(batch)
-            await wait_for(pilot, drawn(batch))
+            await wait_for(drawn(batch), pilot=pilot)
             gone += [weakref.ref(w._styles_cache) for w in batch]
             await app.screen.query(".probe").remove()
             del batch, w

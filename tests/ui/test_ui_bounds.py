@@ -12,8 +12,8 @@ from textual.widgets._footer import FooterKey
 from app.config import Config
 from app.ui.app import make_app
 from app.ui.dashboard.footer import QuietFooter
-from tests.ui.screen import wait_for
-from tests.ui.standin import demo_fleet
+from tests.helpers.standin_fleet import demo_fleet
+from tests.helpers.wait import wait_for
 
 
 def footer_keys_alive() -> int:
@@ -25,7 +25,7 @@ async def test_footer_rebuilds_leave_no_widgets_behind() -> None:
     """Every load or unload changes which keys apply, and the footer is rebuilt: its old keys must go."""
     app = make_app(Config(), demo_fleet())
     async with app.run_test(size=(140, 45)) as pilot:
-        await wait_for(pilot, lambda: len(app.screen.query(FooterKey)) > 0)
+        await wait_for(lambda: len(app.screen.query(FooterKey)) > 0, pilot=pilot)
         in_dom = len(app.screen.query(FooterKey))
         for _ in range(30):
             app.dashboard._bindings_shown = ()  # as if a key's availability changed
@@ -49,19 +49,19 @@ async def test_table_render_caches_stay_within_their_bounds() -> None:
 
     from app.services.core.fleet_events import ModelsChanged
     from app.ui.widgets.virtual_table import LINE_RENDERS
-    from tests.ui.standin import workstation_models
+    from tests.helpers.standin_fleet import workstation_models
 
     fleet = demo_fleet()
     app = make_app(Config(), fleet)
     async with app.run_test(size=(140, 45)) as pilot:
         table = app.dashboard.model_table
-        await wait_for(pilot, lambda: len(table.rows_now) == 5)
+        await wait_for(lambda: len(table.rows_now) == 5, pilot=pilot)
         base = workstation_models()
         for i in range(70):
             # A first row whose id is wider each time: the model column widens, so every line is drawn again at
             # the new widths (70 x 7 lines > LINE_RENDERS).
             extra = dataclasses.replace(base[0], id="a" * (20 + i % 28))
             fleet.emit(ModelsChanged("workstation", (*base, extra)))
-            await wait_for(pilot, functools.partial(operator.contains, table.rows_now, extra.id))
+            await wait_for(functools.partial(operator.contains, table.rows_now, extra.id), pilot=pilot)
             await pilot.pause()  # painted
         assert len(table._lines) == LINE_RENDERS, "not driven past the bound"

@@ -12,8 +12,9 @@ from app.config import Config
 from app.services.core.fleet_events import MachineChanged
 from app.services.core.host_types import Connection
 from app.ui.app import HerdApp, make_app
-from tests.ui.screen import record_notifications, screen_text, wait_for
-from tests.ui.standin import NOW, StandInFleet, demo_fleet
+from tests.helpers.screen import record_notifications, screen_text
+from tests.helpers.standin_fleet import NOW, StandInFleet, demo_fleet
+from tests.helpers.wait import wait_for
 
 # Long enough to be cut anywhere a line is narrower, with a word longer than the 36-column pane (the URL) and an
 # escape sequence that must show as text, never clear the screen.
@@ -43,12 +44,12 @@ def unreachable_notes(seen: list[tuple[str, str, str]]) -> list[str]:
 async def test_the_selected_machine_shows_the_whole_reason(size: tuple[int, int]) -> None:
     app = make_app(Config(), fleet_with(REASON), frozen_time=NOW)
     async with app.run_test(size=size) as pilot:
-        await wait_for(pilot, lambda: app.dashboard.model_table.rows_now)
+        await wait_for(lambda: app.dashboard.model_table.rows_now, pilot=pilot)
         card = app.dashboard.machines.card("laptop")
         assert squeezed(SHOWN) not in squeezed(card.render().plain)  # not selected: a line or two, cut
         await pilot.press("3")
-        await wait_for(pilot, lambda: squeezed(SHOWN) in squeezed(card.render().plain))
-        await wait_for(pilot, lambda: squeezed(SHOWN) in squeezed(screen_text(app)))
+        await wait_for(lambda: squeezed(SHOWN) in squeezed(card.render().plain), pilot=pilot)
+        await wait_for(lambda: squeezed(SHOWN) in squeezed(screen_text(app)), pilot=pilot)
         assert "\x1b" not in screen_text(app)
         assert app.dashboard.logs.note.startswith("no log lines: laptop is unreachable: GET http")
 
@@ -58,21 +59,21 @@ async def test_an_outage_is_said_once_and_again_after_the_machine_came_back() ->
     app: HerdApp = make_app(Config(), fleet, frozen_time=NOW)
     seen = record_notifications(app)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: unreachable_notes(seen))
+        await wait_for(lambda: unreachable_notes(seen), pilot=pilot)
         assert unreachable_notes(seen) == ["laptop is unreachable: connection refused"]
         down = fleet.views["laptop"]
         # Retries: another reason, a pass through "connecting", still the same outage.
         fleet.emit(MachineChanged("laptop", dataclasses.replace(down, connection_reason="timed out \x1b]0;x\x07")))
         fleet.emit(MachineChanged("laptop", dataclasses.replace(down, connection=Connection.CONNECTING)))
         fleet.emit(MachineChanged("laptop", dataclasses.replace(down, connection_reason="no route to host")))
-        await wait_for(pilot, lambda: "no route" in app.state.get("laptop").view.connection_reason)
-        await wait_for(pilot, lambda: "no route" in app.dashboard.machines.card("laptop").render().plain)
+        await wait_for(lambda: "no route" in app.state.get("laptop").view.connection_reason, pilot=pilot)
+        await wait_for(lambda: "no route" in app.dashboard.machines.card("laptop").render().plain, pilot=pilot)
         assert len(unreachable_notes(seen)) == 1
         # Back, then gone again: news again, said once, its text plain and visible.
         fleet.emit(MachineChanged("laptop", dataclasses.replace(down, connection=Connection.CONNECTED)))
-        await wait_for(pilot, lambda: app.state.get("laptop").view.connection is Connection.CONNECTED)
+        await wait_for(lambda: app.state.get("laptop").view.connection is Connection.CONNECTED, pilot=pilot)
         # the notices look at each paint: a return folded into the same paint as the next outage is never seen
-        await wait_for(pilot, lambda: "laptop" not in app.dashboard._unreachable._said)
+        await wait_for(lambda: "laptop" not in app.dashboard._unreachable._said, pilot=pilot)
         fleet.emit(MachineChanged("laptop", dataclasses.replace(down, connection_reason="reset [b]x[/b] \x1b[2J")))
-        await wait_for(pilot, lambda: len(unreachable_notes(seen)) == 2)
+        await wait_for(lambda: len(unreachable_notes(seen)) == 2, pilot=pilot)
         assert unreachable_notes(seen)[1] == "laptop is unreachable: reset [b]x[/b] \u241b[2J"

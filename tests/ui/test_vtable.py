@@ -9,7 +9,7 @@ from textual.widgets import DataTable
 
 from app.ui.widgets.table_rows import CellSpec, Col, Row, width_of
 from app.ui.widgets.virtual_table import CELL_RENDERS, LINE_RENDERS, VirtualTable
-from tests.ui.screen import wait_for
+from tests.helpers.wait import wait_for
 
 COLS = (Col("model", "model"), Col("status", "status"), Col("size", "size"))
 
@@ -144,7 +144,7 @@ async def test_a_cursor_moved_while_hidden_is_scrolled_to_once_shown() -> None:
         virtual.move_cursor(row=25)  # as the fleet view's table is, before `f` shows it
         await pilot.pause()
         virtual.display = True
-        await wait_for(pilot, lambda: virtual.scroll_y > 0)
+        await wait_for(lambda: virtual.scroll_y > 0, pilot=pilot)
         assert virtual.scroll_y <= 25 < virtual.scroll_y + 11  # the cursor's row is among the 11 shown
 
 
@@ -160,6 +160,6 @@ async def test_a_click_moves_the_cursor_and_a_second_one_selects() -> None:
         await pilot.click(VirtualTable, offset=(3, 4))  # the header is line 0: row 3
         assert virtual.cursor_key() == "k3" and selected == []
         await pilot.click(VirtualTable, offset=(3, 4))
-        await wait_for(pilot, lambda: selected == ["k3"])
+        await wait_for(lambda: selected == ["k3"], pilot=pilot)
         await pilot.click(VirtualTable, offset=(3, 0))  # the header: no row
         assert virtual.cursor_key() == "k3"

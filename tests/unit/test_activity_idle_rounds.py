@@ -9,7 +9,7 @@ import threading
 
 from app.services.activity.poll import IDLE_ROUNDS, ActivityPoller, Target
 from app.services.router.client import RouterClient
-from tests.faults import hostile_http as H
+from tests.helpers import hostile_http as H
 
 
 class Counters:

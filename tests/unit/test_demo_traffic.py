@@ -11,6 +11,17 @@ from app.services.core.operator_presence import HANDS_OFF_SECONDS, OperatorHands
 from tests.helpers.wait import wait_for
 
 
+class LookedAtHands(OperatorHands):
+    """OperatorHands that count how often the scenario looked whether a screen is open."""
+
+    looks = 0
+
+    @property
+    def screen_open(self) -> bool:
+        self.looks += 1
+        return super().screen_open
+
+
 class Clock:
     def __init__(self) -> None:
         self.t = 1000.0
@@ -47,7 +58,7 @@ def test_the_broken_model_is_tried_once_in_several_rounds() -> None:
 
 async def test_the_scenario_waits_while_a_screen_is_open() -> None:
     # Nothing is asked of a router while the screen is open: the scenario never gets to choose a step.
-    hands = OperatorHands()
+    hands = LookedAtHands()
     hands.set_screen_open(True)
     traffic = Traffic(Config(), period=0.01, hands=hands)
     traffic.WAIT_STEP = 0.01
@@ -60,7 +71,8 @@ async def test_the_scenario_waits_while_a_screen_is_open() -> None:
     traffic.choose = recording  # type: ignore[method-assign]
     task = asyncio.create_task(traffic.run())
     try:
-        await asyncio.sleep(0.3)
+        # three looks at the open screen: three rounds in which a scenario that did not wait would have chosen a step
+        await wait_for(lambda: hands.looks >= 3, 10, step=0.01, what="the scenario looking at the open screen")
         assert chosen == []
         hands.set_screen_open(False)
         await wait_for(lambda: len(chosen) >= 2, 10, step=0.01)

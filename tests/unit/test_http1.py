@@ -12,7 +12,7 @@ import pytest
 
 from app.services.core.errors import BadAnswer
 from app.services.router.http1 import KeptGet, plain_get
-from tests.faults import hostile_http as H
+from tests.helpers import hostile_http as H
 
 BODY = b"llamacpp:tokens_predicted_total 40\n"
 

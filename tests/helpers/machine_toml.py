@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from tests.helpers.herd import local_config
-from tests.sshd import SshServer
+from tests.helpers.sshd import SshServer
 
 
 def ssh_toml(server: SshServer, name: str, preset: Path, program: str, user: str | None = None) -> str:

@@ -91,6 +91,10 @@ class HostileRouter:
 
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
+        # shutdown first: close() alone does not wake a thread blocked in accept(), which then held every test's
+        # teardown for the acceptor's whole 5 s join
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             self.sock.close()
         for c in list(self._conns):

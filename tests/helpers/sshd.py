@@ -1,6 +1,6 @@
 """A real OpenSSH sshd on 127.0.0.1 for tests and benchmarks.
 
-The fixtures are enabled for the whole suite by `pytest_plugins = ["tests.sshd"]` in tests/conftest.py, so
+The fixtures are enabled for the whole suite by `pytest_plugins` in tests/conftest.py, so
 each session starts one server of each kind, shared by every module.
 
 Each server runs as the current user with its own generated host key, client key, authorized_keys and

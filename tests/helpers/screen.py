@@ -1,16 +1,14 @@
-"""Test helpers: the screen as plain text, notifications as a list, and waiting for a condition while the app runs."""
+"""Test helpers for Textual apps: the screen as plain text and notifications as a list.
+
+To wait for a condition while the app runs: tests.helpers.wait.wait_for(cond, ..., pilot=pilot)."""
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
 from textual.app import App
-from textual.pilot import Pilot
-
-from tests.helpers import wait
 
 
 def screen_text(app: App[Any]) -> str:
@@ -33,8 +31,3 @@ def record_notifications(app: App[Any]) -> list[tuple[str, str, str]]:
 
     app.notify = rec  # type: ignore[method-assign]
     return seen
-
-
-async def wait_for(pilot: Pilot[Any], cond: Callable[[], object], timeout: float = 10.0, step: float = 0.02) -> float:
-    """helpers.wait.wait_for with the pilot's pause between looks; fails with the screen when it never is."""
-    return await wait.wait_for(cond, timeout, step=step, pause=pilot.pause, explain=lambda: screen_text(pilot.app))
