@@ -28,7 +28,8 @@ pytest_plugins = ["tests.helpers.sshd", "tests.helpers.tmux"]
 # What a test needs, as the fixtures it takes (directly or through other fixtures) tell it: a test that takes one
 # of these carries the marker, so `-m "not ssh"` (and the others) really leave that component out. The markers are
 # described in pyproject.toml. A test that needs one another way carries the marker itself (pytestmark, or
-# pytest.param(..., marks=...) for a parameter that picks an sshd with request.getfixturevalue).
+# pytest.param(..., marks=...) for a parameter that picks an sshd with request.getfixturevalue, or a module whose
+# fixture overrides one of the same name: pytest's closure leaves out what the overridden one takes).
 NEEDS: dict[str, frozenset[str]] = {
     "ssh": frozenset({"sshd", "sshd_nosftp", "any_sshd"}),
     # make_router, router, herd and every other fixture that starts a router (or the demo) take it
@@ -38,25 +39,9 @@ NEEDS: dict[str, frozenset[str]] = {
 }
 
 
-def fixtures_used(item: pytest.Item) -> set[str]:
-    """Every fixture the test takes, directly or through other fixtures. Also what a fixture takes through the one
-    of the same name it overrides, which pytest's own closure (item.fixturenames) leaves out: the `herd(herd)` of
-    tests/integration/test_cli_preset.py would otherwise hide the llama_server that conftest's herd takes."""
-    used = set(getattr(item, "fixturenames", ()))
-    manager = item.session._fixturemanager
-    todo = list(used)
-    while todo:
-        for fixturedef in manager.getfixturedefs(todo.pop(), item) or ():
-            for name in fixturedef.argnames:
-                if name not in used:
-                    used.add(name)
-                    todo.append(name)
-    return used
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        used = fixtures_used(item)
+        used = set(getattr(item, "fixturenames", ()))
         for marker, fixtures in NEEDS.items():
             if fixtures & used:
                 item.add_marker(marker)

@@ -9,6 +9,9 @@ import pytest
 
 from tests.helpers.herd import Herd
 
+# Its herd overrides conftest's, which takes llama_server: pytest's closure does not say so, the marker does.
+pytestmark = pytest.mark.llama_server
+
 
 @pytest.fixture
 def herd(herd: Herd) -> Herd:
