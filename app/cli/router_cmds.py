@@ -11,6 +11,7 @@ from app.cli.output import EventLines, err, models_table, print_json_list, to_js
 from app.cli.wording import say
 from app.services.core.errors import HerdError
 from app.services.core.textsafe import visible
+from app.services.router.event_stream import router_events
 from app.services.router.load_and_wait import ensure_loaded
 
 
@@ -52,7 +53,7 @@ async def cmd_unload(ctx: CliContext, args: argparse.Namespace) -> int:
 async def cmd_events(ctx: CliContext, args: argparse.Namespace) -> int:
     lines = EventLines()
     async with ctx.router(args.machine) as r:
-        async for ev in r.client.events():
+        async for ev in router_events(r.client):
             text = lines.line(ev)
             if text is not None:
                 sys.stdout.write(text + "\n")

@@ -14,6 +14,7 @@ from app.config import MachineConfig
 from app.services.core.router_types import ModelListEvent, ModelState, StreamState, StreamStateEvent
 from app.services.machine.machine import Machine
 from app.services.router.client import RouterClient
+from app.services.router.event_stream import router_events
 from tests.helpers.router import RouterProc
 from tests.helpers.wait import wait_for
 
@@ -56,7 +57,7 @@ async def without_sse(router: RouterProc) -> AsyncIterator[str]:
 
 async def test_stream_falls_back_to_polling(router: RouterProc) -> None:
     async with without_sse(router) as url, RouterClient(url) as c:
-        events = c.events(poll_interval=0.5)
+        events = router_events(c, poll_interval=0.5)
         first = await anext(events)
         assert (
             isinstance(first, StreamStateEvent) and first.state == StreamState.POLLING and "/models/sse" in first.reason

@@ -21,6 +21,7 @@ from app.services.core.router_types import (
     StreamStateEvent,
 )
 from app.services.router.client import RouterClient
+from app.services.router.event_stream import router_events
 from app.services.router.load_and_wait import ensure_loaded
 from tests.conftest import RouterFactory
 from tests.helpers.router import RouterProc
@@ -47,7 +48,7 @@ async def test_models_lists_every_preset_section(router: RouterProc) -> None:
 
 async def test_load_shows_progress_then_loaded_with_meta_then_unload(router: RouterProc) -> None:
     async with RouterClient(router.url) as c:
-        events = c.events()
+        events = router_events(c)
         first = await next_matching(events, lambda e: isinstance(e, ModelListEvent))
         assert isinstance(first, ModelListEvent)
         assert await c.load("alpha") is True
@@ -79,7 +80,7 @@ async def test_load_shows_progress_then_loaded_with_meta_then_unload(router: Rou
 async def test_models_max_one_evicts_the_first(router: RouterProc) -> None:
     async with RouterClient(router.url) as c:
         await ensure_loaded(c, "alpha", timeout=30)
-        events = c.events()
+        events = router_events(c)
         await next_matching(events, lambda e: isinstance(e, ModelListEvent))
         await c.load("beta")
         changes: list[tuple[str, ModelState]] = []
@@ -123,7 +124,7 @@ async def test_api_key(make_router: RouterFactory) -> None:
         assert "API key refused" in str(e.value)
     async with RouterClient(r.url, api_key="k3y") as c:
         assert {m.id for m in await c.models()} == {"alpha", "beta", "broken"}
-        events = c.events()
+        events = router_events(c)
         ev = await next_matching(events, lambda e: isinstance(e, StreamStateEvent))
         assert isinstance(ev, StreamStateEvent) and ev.state == StreamState.CONNECTED
         await events.aclose()
@@ -139,7 +140,7 @@ async def test_unreachable_is_typed() -> None:
 
 async def test_events_survive_a_router_restart_on_the_same_port(router: RouterProc) -> None:
     async with RouterClient(router.url) as c:
-        events = c.events()
+        events = router_events(c)
         await next_matching(events, lambda e: isinstance(e, ModelListEvent))
         router.stop()
         down = await next_matching(
@@ -164,7 +165,7 @@ async def test_events_lines_skip_re_reads_that_say_nothing_new(router: RouterPro
     async with RouterClient(router.url) as c:
 
         async def follow() -> None:
-            async for ev in c.events(refresh_interval=0.3):
+            async for ev in router_events(c, refresh_interval=0.3):
                 text = lines.line(ev)
                 if text is not None:
                     printed.append(json.loads(text)["event"])

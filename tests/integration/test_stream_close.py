@@ -7,6 +7,7 @@ import asyncio
 
 from app.services.core.router_types import ModelListEvent
 from app.services.router.client import RouterClient
+from app.services.router.event_stream import router_events
 from tests.helpers.router import RouterProc
 
 
@@ -16,7 +17,7 @@ def readers() -> list[asyncio.Task[object]]:
 
 async def test_closing_the_events_ends_the_stream_reader(router: RouterProc) -> None:
     async with RouterClient(router.url) as c:
-        events = c.events()
+        events = router_events(c)
         async with asyncio.timeout(30):
             async for ev in events:
                 if isinstance(ev, ModelListEvent):

@@ -7,6 +7,7 @@ from collections.abc import AsyncGenerator
 
 from app.services.core.router_types import ModelInfo, ModelListEvent, ModelState, ModelStatusEvent, RouterEvent
 from app.services.router.client import RouterClient
+from app.services.router.event_stream import router_events
 from app.services.router.model_fold import fold_list, fold_status
 from app.ui.text.format import vision
 from tests.helpers.router import RouterProc
@@ -29,7 +30,7 @@ async def fold_until(
 
 async def test_vision_no_is_kept_after_unload(router: RouterProc) -> None:
     async with RouterClient(router.url) as c:
-        events = c.events()
+        events = router_events(c)
         known = await fold_until(events, {}, "alpha", ModelState.UNLOADED)
         assert vision(known["alpha"])[0] == "?"  # never ran: it has not said
 

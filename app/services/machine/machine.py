@@ -48,6 +48,7 @@ from app.services.logs.scrollback import Scrollback
 from app.services.logs.window import LogWindow
 from app.services.machine.stats_rounds import next_round
 from app.services.router.client import RouterClient
+from app.services.router.event_stream import router_events
 from app.services.router.model_fold import first_sight, fold_list, fold_router_gone, fold_status
 
 STATS_EVERY = 2.0
@@ -243,7 +244,7 @@ class Machine:
 
     async def _consume(self, client: RouterClient, attached: bool) -> bool:
         """Follow one connection of the event stream until it drops. True if it stayed connected a while."""
-        events = client.events()
+        events = router_events(client)
         connected = False
         loop = asyncio.get_running_loop()
         since = loop.time()

@@ -9,13 +9,12 @@ import functools
 import gc
 import json
 import ssl
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 import httpx
 
-from app.services.core.backoff import Backoff
 from app.services.core.bounded import MAX_JSON_BYTES, read_capped, read_head
 from app.services.core.errors import (
     AuthRefused,
@@ -25,15 +24,11 @@ from app.services.core.errors import (
     RouterUnreachable,
     SentNoAnswer,
 )
-from app.services.core.router_types import ModelInfo, ModelProps, RouterEvent, RouterProps
+from app.services.core.router_types import ModelInfo, ModelProps, RouterProps
 from app.services.core.waits import within
 from app.services.router.http1 import KeptGet, plain_get
 from app.services.router.parse import error_message, parse_model_props, parse_models, parse_router_props
 
-# The event stream's defaults (router/event_stream.py), here with events(), its way in: the SSE stream has no
-# keep-alives, so silence is normal; the full list is re-read this often while idle.
-REFRESH_INTERVAL = 30.0
-POLL_INTERVAL = 2.0
 # Liveness: a router that does not answer /health within this is "not answering" (a SIGSTOPped router accepts
 # connections and says nothing); the event stream asks it in its silences.
 HEALTH_BOUND = 2.5
@@ -254,20 +249,6 @@ class RouterClient:
         return await self._json("GET", path, limit=limit, timeout=timeout)
 
     # ---- live events ----
-
-    def events(
-        self,
-        *,
-        refresh_interval: float = REFRESH_INTERVAL,
-        poll_interval: float = POLL_INTERVAL,
-        backoff: Backoff | None = None,
-    ) -> AsyncGenerator[RouterEvent, None]:
-        """Every router event, forever, across disconnects and restarts: router/event_stream.py's stream over this
-        client (what it yields and when is said there)."""
-        # Imported here, not above: the stream is built on this module's client, so it imports this module.
-        from app.services.router.event_stream import router_events
-
-        return router_events(self, refresh_interval=refresh_interval, poll_interval=poll_interval, backoff=backoff)
 
     async def open_stream(self, path: str, headers_within: float) -> tuple[Any, httpx.Response]:
         """A GET whose answer is read as it comes (the event stream): its context manager and its answer, once the

@@ -1,6 +1,6 @@
 """A router's live event stream, over its RouterClient: `/models/sse` read into typed events, the full list
 (`GET /models`) at every connect and after silence, `/health` asked in the silences, and polling `/models` where the
-stream does not exist. Apart from the client's REST calls, which it uses; `RouterClient.events()` is its way in.
+stream does not exist. Apart from the client's REST calls, which it uses: `router_events(client)` is its way in.
 """
 
 from __future__ import annotations
@@ -33,8 +33,17 @@ HEALTH_EVERY = 1.5
 HEADERS_TIMEOUT = 4.0
 
 
+# The SSE stream has no keep-alives, so silence is normal; the full list is re-read this often while idle.
+REFRESH_INTERVAL = 30.0
+POLL_INTERVAL = 2.0
+
+
 async def router_events(
-    client: RouterClient, *, refresh_interval: float, poll_interval: float, backoff: Backoff | None
+    client: RouterClient,
+    *,
+    refresh_interval: float = REFRESH_INTERVAL,
+    poll_interval: float = POLL_INTERVAL,
+    backoff: Backoff | None = None,
 ) -> AsyncGenerator[RouterEvent, None]:
     """Every router event, forever, across disconnects and restarts.
 

@@ -21,6 +21,7 @@ from app.services.core.router_types import (
     StreamStateEvent,
 )
 from app.services.router.client import RouterClient
+from app.services.router.event_stream import router_events
 
 LOAD_TIMEOUT = 300.0  # only for a model that never answers; a failing one is reported as soon as it exits
 
@@ -31,7 +32,7 @@ async def ensure_loaded(
     client: RouterClient, model: str, *, timeout: float = LOAD_TIMEOUT, log_tail: LogTail | None = None
 ) -> ModelInfo | None:
     """Skip when loaded, ask, wait. Raises ModelFailed (with the model's log lines when `log_tail` is given)."""
-    events = client.events()
+    events = router_events(client)
     try:
         async with asyncio.timeout(timeout):
             current = await _first_list(events)
