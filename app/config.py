@@ -78,6 +78,15 @@ class MachineConfig:
     api_key_env: str | None = None
     """Name of an environment variable (here) holding the router's API key; the key itself never goes in the file.
     Unset, a router llamaherd starts gets a key of its own, kept on the serving machine beside its record."""
+    hub: str = "https://huggingface.co"
+    """A Hugging Face-compatible hub (a mirror, a company proxy): searched from here, and where the router's download
+    child fetches from (MODEL_ENDPOINT in the environment of a router llamaherd starts)."""
+    hub_token_env: str | None = None
+    """Name of an environment variable (here) whose value reaches the router's environment as HF_TOKEN (never its
+    command line, never printed), for gated or private repos."""
+    hub_cache: str | None = None
+    """The serving machine's download folder (LLAMA_CACHE in a router llamaherd starts); default: the router's own
+    (LLAMA_CACHE, HF_HUB_CACHE, ... then ~/.cache/huggingface/hub)."""
 
     @property
     def is_local(self) -> bool:
@@ -104,6 +113,9 @@ class UiConfig:
     activity_every: float = 2.0
     """Seconds between polls of each loaded model's activity (GET /metrics; the dashboard and `llamaherd top`).
     Never asked of a model that is not loaded, and never loads one."""
+    probe_every: float = 0.0
+    """Seconds between one-token probes of each loaded model that served no request since the last probe; 0 (the
+    default) sends none. A model whose own endpoints stop answering is flagged without it."""
 
 
 @dataclass(frozen=True)
@@ -146,11 +158,18 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "models_dirs": (list,),
     "extra_args": (list,),
     "api_key_env": (str,),
+    "hub": (str,),
+    "hub_token_env": (str,),
+    "hub_cache": (str,),
 }
-_UI_TYPES: dict[str, tuple[type, ...]] = {"ascii": (bool,), "log_lines": (int,), "activity_every": (float, int)}
+_UI_TYPES: dict[str, tuple[type, ...]] = {"ascii": (bool,), "log_lines": (int,), "activity_every": (float, int),
+    "probe_every": (float, int),
+}
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", list: "a list of strings"}
 _TOP_KEYS = ("machines", "ui", "keymap")
-_ROUTER_KEYS = ("program", "router_port", "models_max", "preset", "models_dirs", "extra_args")
+_ROUTER_KEYS = (
+    "program", "router_port", "models_max", "preset", "models_dirs", "extra_args", "hub_token_env", "hub_cache",
+)  # fmt: skip
 
 
 class _Locator:
@@ -279,6 +298,10 @@ def _parse_ui(raw: Any, path: Path, loc: _Locator) -> UiConfig:
     if not 0.5 <= every <= 3600:
         line = loc.line_of("activity_every", "ui")
         raise ConfigError(f"{_where(path, line)}: key 'activity_every' must be between 0.5 and 3600 seconds")
+    probe = raw.get("probe_every", 0.0)
+    if probe != 0 and not 5 <= probe <= 86400:
+        line = loc.line_of("probe_every", "ui")
+        raise ConfigError(f"{_where(path, line)}: key 'probe_every' must be 0 (off) or between 5 and 86400 seconds")
     return UiConfig(**raw)
 
 
