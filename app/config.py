@@ -162,7 +162,10 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "hub_token_env": (str,),
     "hub_cache": (str,),
 }
-_UI_TYPES: dict[str, tuple[type, ...]] = {"ascii": (bool,), "log_lines": (int,), "activity_every": (float, int),
+_UI_TYPES: dict[str, tuple[type, ...]] = {
+    "ascii": (bool,),
+    "log_lines": (int,),
+    "activity_every": (float, int),
     "probe_every": (float, int),
 }
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", list: "a list of strings"}
