@@ -8,6 +8,7 @@ import sys
 from enum import Enum
 from typing import Any
 
+from app.services.core.natural_order import natural_key
 from app.services.core.router_types import (
     ModelInfo,
     ModelListEvent,
@@ -100,7 +101,7 @@ def human_count(n: int | None) -> str:
 
 def models_table(models: list[ModelInfo]) -> str:
     rows = [("MODEL", "STATUS", "CTX", "PARAMS", "SIZE", "ALIASES")]
-    for m in models:
+    for m in sorted(models, key=lambda m: natural_key(m.id)):
         status = m.state.value
         if m.state.value == "failed":
             status = f"failed (exit {m.exit_code})"

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from app.services.core.natural_order import natural_key
+
 # Bounds of what is read from a child (the whole answer is read within these by the router client).
 METRICS_LIMIT = 256 * 1024  # this build's /metrics is ~2.5 KB
 SLOTS_LIMIT = 2 * 1024 * 1024  # ~2.5 KB per slot with its sampling params; 4 slots by default
@@ -195,4 +197,9 @@ class Rates:
 
 def busiest_first(acts: Iterable[ModelActivity]) -> list[ModelActivity]:
     """Most tokens/s first, then most requests in flight, then by name."""
-    return sorted(acts, key=lambda a: (-(a.tokens_per_s or 0.0), -(a.requests_processing or 0), a.machine, a.model))
+    return sorted(
+        acts,
+        key=lambda a: (
+            -(a.tokens_per_s or 0.0), -(a.requests_processing or 0), natural_key(a.machine), natural_key(a.model)
+        ),
+    )  # fmt: skip

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from app.services.core.host_types import HostStats
+from app.services.core.natural_order import natural_sorted
 from app.services.core.router_types import ModelInfo, ModelState
 from app.services.fit.estimate import DEFAULT_PARALLEL, FitEstimate, FitSettings
 
@@ -165,7 +166,7 @@ def eviction(
     if len(idle) == 1 or len(known) == len(idle):
         victim = min(idle, key=lambda m: known.get(m.id, 0.0)).id
         return Eviction((victim,), (), True, False, f"at models_max {models_max}: the least recently used goes")
-    names = tuple(sorted(m.id for m in idle))
+    names = tuple(natural_sorted([m.id for m in idle]))
     return Eviction(
         (), names, False, False, f"at models_max {models_max}: one of {', '.join(names)} goes (order of use unknown)"
     )

@@ -7,6 +7,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from app.services.activity.metrics import ModelActivity
+from app.services.core.natural_order import natural_key
 from app.services.core.router_types import ModelInfo
 from app.services.core.textsafe import visible
 from app.ui.dashboard.model_table import MODEL_COLUMNS, KeyedTable, matches
@@ -84,9 +85,9 @@ class FleetTable(KeyedTable):
         style = DIM if machine in self.down else ""
         acts = {} if machine in self.down else self.activity.get(machine, {})
         model, status, *rest = self.cells(m, g, w, narrow, key, acts.get(m.id))
-        low = model.sort  # the id, lowered (model_cells)
+        low = model.sort  # the id's natural key (model_cells)
         # Sorted by machine, a machine's models keep the order of their ids.
-        mcell = CellSpec(shown, style, (low_machine, low))
+        mcell = CellSpec(shown, style, (natural_key(machine), low))
         word = self.fits.get(machine, {}).get(m.id, "")
         fit_style, rank = FIT_STYLE.get(word, ("", 4))
         return (mcell, model, status, CellSpec(word, fit_style, (rank, low)), *rest)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.services.activity.metrics import ModelActivity
+from app.services.core.natural_order import natural_key
 from app.services.core.router_types import ModelInfo, ModelState
 from app.services.core.shared_values import SharedValues
 from app.services.core.textsafe import visible
@@ -33,7 +34,7 @@ def model_cells(
         btext = btext.rsplit(" ", 1)[0]  # the percentage is enough where columns are scarce
     if why:  # its last recorded change (ui/reason_cells.py)
         btext = f"{btext} · {why}"
-    low = m.id.lower()  # one string for both sort values (and the fleet's, which take it from the first cell)
+    low = natural_key(m.id)  # one key for both sort values (and the fleet's, which take it from the first cell)
     # Visible before clipping, so the width is that of what is shown (a newline in an id never splits its row).
     return (
         CellSpec(g.clip(visible(m.id), id_width), "bold", low),

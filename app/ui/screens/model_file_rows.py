@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from app.services.core.host_types import FileInfo
+from app.services.core.natural_order import natural_key
 from app.services.files.discovery import DiscoveredModel, Discovery, common_dir
 from app.services.presets.store import PresetSnapshot
 from app.ui.text.format import BAD, DIM, IDLE, OK
@@ -88,7 +89,8 @@ def file_rows(discovery: Discovery, snapshot: PresetSnapshot | None) -> list[Fil
             why = f"{posixpath.basename(f.path)} is not a model file llamaherd recognises."
             row = FileRow(f"file:{f.path}", f.path, f.size, Text("other", style=DIM), Text(), Text(), why_not=why)
             rows.append(((posixpath.dirname(f.path), 3, f.path), row))
-    return [row for _, row in sorted(rows, key=lambda r: r[0])]
+    # Folders and files in natural order (qwen3-8b before qwen3-14b), a folder's models before its companions.
+    return [row for _, row in sorted(rows, key=lambda r: (natural_key(r[0][0]), r[0][1], natural_key(r[0][2])))]
 
 
 def _model_row(m: DiscoveredModel, names: frozenset[str], by_path: dict[str, list[str]]) -> FileRow:
