@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import platform
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 
 from app.cli.commands import ALL_MODULES, COMMAND_MODULES, first_command
 from app.cli.context import CliContext
@@ -28,11 +30,21 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         metavar="PATH",
         help="config file (default: $LLAMAHERD_CONFIG, then $XDG_CONFIG_HOME/llamaherd/config.toml)",
     )
+    parser.add_argument("--version", action="version", version=version_line(), help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     only = COMMAND_MODULES.get(command or "")
-    for name in (only,) if only else ALL_MODULES:
+    # `--version` needs no command's parser: it answers before any module is imported.
+    for name in (only,) if only else () if command == "--version" else ALL_MODULES:
         importlib.import_module(f"app.cli.{name}").add_parsers(sub)
     return parser
+
+
+def version_line() -> str:
+    try:
+        mine = version("llamaherd")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        mine = "unknown (not installed)"
+    return f"llamaherd {mine} (Python {platform.python_version()})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
