@@ -13,10 +13,14 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import tomli_w
 
+from app.config_hooks import HookConfig, hooks_to_dict, parse_hooks
+from app.config_plugins import PluginConfig, parse_plugins, plugins_to_dict
 from app.errors import ConfigError
+from app.keymap_ids import BINDING_IDS, bad_key, clashes
 
 ENV_CONFIG = "LLAMAHERD_CONFIG"
 
@@ -124,6 +128,10 @@ class Config:
     ui: UiConfig = field(default_factory=UiConfig)
     keymap: dict[str, str] = field(default_factory=dict)
     """Binding id -> key(s), e.g. load = "l"."""
+    hooks: tuple[HookConfig, ...] = ()
+    """[[hooks]]: commands run when the fleet changes (config_hooks.py)."""
+    plugins: tuple[PluginConfig, ...] = ()
+    """[[plugins]]: keys that run the operator's commands for the selection (config_plugins.py)."""
     path: Path | None = None
 
     @property
@@ -169,7 +177,7 @@ _UI_TYPES: dict[str, tuple[type, ...]] = {
     "probe_every": (float, int),
 }
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", list: "a list of strings"}
-_TOP_KEYS = ("machines", "ui", "keymap")
+_TOP_KEYS = ("machines", "ui", "keymap", "hooks", "plugins")
 _ROUTER_KEYS = (
     "program", "router_port", "models_max", "preset", "models_dirs", "extra_args", "hub_token_env", "hub_cache",
 )  # fmt: skip
@@ -252,10 +260,36 @@ def parse_config(text: str, path: Path) -> Config:
         seen[m.name] = idx
         machines.append(m)
     ui = _parse_ui(data.get("ui", {}), path, loc)
-    keymap = data.get("keymap", {})
-    if not isinstance(keymap, dict) or not all(isinstance(v, str) for v in keymap.values()):
-        raise ConfigError(f"{_where(path, loc.line_of('keymap'))}: key 'keymap' must map binding ids to key strings")
-    return Config(machines=tuple(machines), ui=ui, keymap=dict(keymap), path=path)
+    keymap = _parse_keymap(data.get("keymap", {}), path, loc)
+    hooks = parse_hooks(data.get("hooks", []), path, loc.line_of)
+    plugins = parse_plugins(data.get("plugins", []), path, loc.line_of, keymap)
+    return Config(machines=tuple(machines), ui=ui, keymap=keymap, hooks=hooks, plugins=plugins, path=path)
+
+
+def _parse_keymap(raw: Any, path: Path, loc: _Locator) -> dict[str, str]:
+    """Binding id -> keys. An unknown id (a typo) or a key taken from another binding is refused here: Textual
+    ignores the first, and the second silently leaves a binding with no key."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{_where(path, loc.line_of('keymap'))}: key 'keymap' must be a table of binding ids")
+    for bid, keys in raw.items():
+        where = _where(path, loc.line_of(bid, "keymap"))
+        if bid not in BINDING_IDS:
+            near = sorted(i for i in BINDING_IDS if sorted(i) == sorted(bid) or i.startswith(bid[:3]))
+            hint = f" (did you mean {', '.join(near[:3])}?)" if near else " (`?` in the dashboard lists every id)"
+            raise ConfigError(f"{where}: key {bid!r} in [keymap] is not a binding id{hint}")
+        if not isinstance(keys, str):
+            raise ConfigError(f'{where}: key {bid!r} in [keymap] must be a string of keys, e.g. "l" or "l,L"')
+        why = bad_key(keys)
+        if why:
+            raise ConfigError(f"{where}: key {bid!r} in [keymap] {why}")
+    for bid, other, key in clashes(raw):
+        where = _where(path, loc.line_of(bid, "keymap"))
+        taken = "its default key" if other not in raw else "also mapped"
+        raise ConfigError(
+            f"{where}: key {bid!r} in [keymap] puts {key!r} on {bid} and on {other} ({taken}); "
+            f'give {other} another key too, e.g. {other} = "..."'
+        )
+    return dict(raw)
 
 
 def _parse_machine(raw: Any, idx: int, path: Path, loc: _Locator) -> MachineConfig:
@@ -279,15 +313,66 @@ def _parse_machine(raw: Any, idx: int, path: Path, loc: _Locator) -> MachineConf
                 f"{_where(path, line)}: key {clash[0]!r} cannot be used with 'url' in machine {raw['name']!r}: "
                 "a url means attach to a router somebody else runs"
             )
-    for key in ("port", "router_port", "models_max"):
-        if key in raw and raw[key] < 0:
-            line = loc.line_of(key, "machines", idx)
-            raise ConfigError(f"{_where(path, line)}: key {key!r} must not be negative")
+    for key, value in raw.items():
+        why = _bad_machine_value(key, value)
+        if why:
+            raise ConfigError(f"{_where(path, loc.line_of(key, 'machines', idx))}: key {key!r} {why}")
     kwargs = dict(raw)
     for key in ("models_dirs", "extra_args"):
         if key in kwargs:
             kwargs[key] = tuple(kwargs[key])
     return MachineConfig(**kwargs)
+
+
+MAX_LOG_LINES = 1_000_000
+"""The log panel's scrollback at most: ~130 MB of kept lines, beyond any screen's use."""
+
+_INT_RANGES = {"port": (1, 65535), "router_port": (0, 65535), "models_max": (0, 256)}  # models_max 0: no limit
+_ROUTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NO_BLANKS = ("host", "user")
+
+
+def _bad_machine_value(key: str, value: Any) -> str | None:
+    """Why one [[machines]] value (already of the right type) cannot be used, or None."""
+    if key in _INT_RANGES:
+        lo, hi = _INT_RANGES[key]
+        return None if lo <= value <= hi else f"must be between {lo} and {hi}, not {value}"
+    if key in ("url", "hub"):
+        return _bad_url(value)
+    if key == "router" and not _ROUTER_NAME.match(value):
+        return "must be 1-64 letters, digits, '.', '_' or '-' (it names a directory on that machine)"
+    if key in ("api_key_env", "hub_token_env") and not _ENV_NAME.match(value):
+        return f"must be the name of an environment variable (letters, digits, '_'), not {value!r}"
+    texts = value if isinstance(value, list) else [value]
+    for text in texts:
+        if isinstance(text, str):
+            if key != "extra_args" and not text.strip():
+                return "must not be empty"
+            if not text.isprintable():
+                return f"must not hold control characters: {text!r}"
+            if key in _NO_BLANKS and any(c.isspace() for c in text):
+                return f"must not hold spaces: {text!r}"
+            if key == "name" and (text != text.strip() or len(text) > 64):
+                return "must be at most 64 characters, without spaces at either end"
+    return None
+
+
+def _bad_url(value: str) -> str | None:
+    """A router's or hub's URL must say http or https, a host and (when it has one) a valid port."""
+    example = "e.g. http://127.0.0.1:8080"
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as e:
+        return f"is not a URL ({e}): {value!r}, {example}"
+    if parts.scheme not in ("http", "https"):
+        return f"must start with http:// or https://, not {value!r} ({example})"
+    if not parts.hostname:
+        return f"names no host: {value!r} ({example})"
+    if port == 0 or any(c.isspace() for c in value):
+        return f"is not a usable URL: {value!r} ({example})"
+    return None
 
 
 def _parse_ui(raw: Any, path: Path, loc: _Locator) -> UiConfig:
@@ -297,6 +382,10 @@ def _parse_ui(raw: Any, path: Path, loc: _Locator) -> UiConfig:
         if key not in _UI_TYPES:
             raise ConfigError(f"{_where(path, loc.line_of(key, 'ui'))}: unknown key {key!r} in [ui]")
         _check_type(path, loc, key, value, _UI_TYPES[key], 0, "ui")
+    lines = raw.get("log_lines", UiConfig.log_lines)
+    if not 1 <= lines <= MAX_LOG_LINES:
+        line = loc.line_of("log_lines", "ui")
+        raise ConfigError(f"{_where(path, line)}: key 'log_lines' must be between 1 and {MAX_LOG_LINES:,}, not {lines}")
     every = raw.get("activity_every", 2.0)
     if not 0.5 <= every <= 3600:
         line = loc.line_of("activity_every", "ui")
@@ -346,6 +435,10 @@ def config_to_dict(cfg: Config) -> dict[str, Any]:
         out["ui"] = ui
     if cfg.keymap:
         out["keymap"] = dict(cfg.keymap)
+    if cfg.hooks:
+        out["hooks"] = hooks_to_dict(cfg.hooks)
+    if cfg.plugins:
+        out["plugins"] = plugins_to_dict(cfg.plugins)
     return out
 
 

@@ -1,6 +1,7 @@
 """Headless commands over a slow link: a real sshd on 127.0.0.1 behind tests/helpers/delay_proxy.py (a loopback
 TCP proxy adding half the round trip in each direction), and the real `llamaherd` command run as a new process
-for each of: fresh `start` (until healthy), adopt-`start`, `status`, `preset set`, `stop`.
+for each of: fresh `start` (until healthy), adopt-`start`, `status` (twice: the second knows the router's port from
+the first), `preset set`, `stop`.
 
 Each command runs with LLAMAHERD_TRACE_REMOTE set, so the bench also prints what it asked of the far side: ssh
 connections, agent requests, ssh sessions, SFTP operations and forwarded channels (each costs a round trip or
@@ -65,6 +66,8 @@ def main() -> None:
             ("fresh start", ("start", "far"), "started in"),
             ("adopt start", ("start", "far"), "adopted"),
             ("status", ("status",), "running pid"),
+            # the router's port as the last status found it (cli/port_memo.py): its channels open a round trip sooner
+            ("status again", ("status",), "running pid"),
             ("preset set", ("preset", "set", "far", "alpha", "ctx-size=256"), "wrote"),
             ("stop", ("stop", "far"), "stopped"),
         ]

@@ -76,7 +76,8 @@ ROOT = Path("/tmp/llamaherd-screenshots")
 PORTS = (39101, 39102, 39103)
 SIZE = (120, 40)
 FROZEN = 1_760_000_000.0
-FILES = ("overview.svg", "fleet.svg", "loading.svg", "failed.svg", "preset-diff.svg", "help.svg")
+FILES = ("overview.svg", "compact.svg", "command.svg", "fleet.svg", "loading.svg", "failed.svg", "preset-diff.svg",
+         "help.svg")  # fmt: skip
 TIMEOUT = 30.0
 
 GIB = 1024**3
@@ -354,6 +355,20 @@ class Director:
 
         await until(pilot, "the demo fleet, loaded and listed", ready)
         await self.shoot("overview.svg")
+
+        # The compact machines pane (`c`; chosen by itself when the cards do not fit), and back to cards.
+        await pilot.press("c")
+        await until(pilot, "the compact pane", lambda: app.dashboard.machines.compact)
+        await self.shoot("compact.svg")
+        await pilot.press("c")
+        await until(pilot, "the cards again", lambda: not app.dashboard.machines.compact)
+
+        # A `:` command being typed, its next word offered (Tab takes it).
+        await pilot.press("colon", *"load chat-m")
+        await until(pilot, "the completion", lambda: app.dashboard.prompt.value == "load chat-m")
+        await self.shoot("command.svg")
+        await pilot.press("escape")
+        await until(pilot, "the prompt closed", lambda: not app.dashboard.prompt.display)
 
         await pilot.press("f")
         await until(pilot, "the fleet view", lambda: len(app.dashboard.fleet_table.rows_now) == sum(counts.values()))

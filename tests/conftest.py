@@ -35,6 +35,7 @@ NEEDS: dict[str, frozenset[str]] = {
     # make_router, router, herd and every other fixture that starts a router (or the demo) take it
     "llama_server": frozenset({"llama_server"}),
     "tmux": frozenset({"tmux"}),
+    "browser": frozenset({"chromium"}),
     "root": frozenset({"needs_root"}),
 }
 

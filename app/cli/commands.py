@@ -15,6 +15,10 @@ COMMAND_MODULES = {
     "status": "machine_cmds", "start": "machine_cmds", "stop": "machine_cmds", "logs": "machine_cmds",
     "preset": "preset_cmds", "key": "key_cmds", "dashboard": "dashboard_cmds", "demo": "dashboard_cmds",
     "fit": "fit_cmds", "config": "config_cmds", "history": "history_cmds", "top": "top_cmds",
+    "serve": "serve_cmds",
+    "ask": "ask_cmds", "probe": "ask_cmds",
+    "search": "hub_cmds", "pull": "hub_cmds", "rm": "hub_cmds",
+    "watch": "watch_cmds",
 }  # fmt: skip
 ALL_MODULES = tuple(dict.fromkeys(COMMAND_MODULES.values()))  # in the order `llamaherd -h` lists them
 

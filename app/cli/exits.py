@@ -1,11 +1,11 @@
-"""The exit codes every entry of the command line maps its errors to: 2 a usage or config error, 1 a failure
+"""The exit codes every entry of the command line maps its errors to: 2 a usage, input or config error, 1 a failure
 named by the service layer, 130 an interrupt. Shared by the full parser and history's light entry."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from app.errors import ConfigError, HerdError
+from app.errors import BadInput, ConfigError, HerdError
 
 
 def exit_code(run: Callable[[], int]) -> int:
@@ -15,7 +15,7 @@ def exit_code(run: Callable[[], int]) -> int:
         return int(run())
     except KeyboardInterrupt:
         return 130
-    except ConfigError as e:
+    except (ConfigError, BadInput) as e:
         from app.cli.output import err
 
         err(str(e))

@@ -54,13 +54,14 @@ async def _connect_and_fill(m: Machine, store: HistoryStore) -> None:
     await backfill(m, store)
 
 
-async def note_request(machine: str, model: str, action: str, command: str) -> None:
-    """A command asked: noted so the history names it; a history that cannot be written stops nothing."""
+async def note_request(machine: str, model: str, action: str, command: str, scope: str = "") -> None:
+    """A command asked: noted so the history names it; a history that cannot be written stops nothing. `scope`: the
+    router's (history/scope.py), so that a config naming it otherwise finds the note too."""
     import sqlite3
 
     from app.services.history.store import HistoryStore
 
-    store = HistoryStore()
+    store = HistoryStore(names={scope: machine} if scope else None)
     try:
         await store.note_request(machine, model, action, f"command `llamaherd {command}`")
     except (sqlite3.Error, OSError):
@@ -69,16 +70,17 @@ async def note_request(machine: str, model: str, action: str, command: str) -> N
         store.close()
 
 
-async def note_router(machine: str, router: str, was: str, now: str, detail: str, command: str) -> None:
+async def note_router(cfg: MachineConfig, was: str, now: str, detail: str, command: str) -> None:
     """A command started or stopped a router: recorded, as the dashboard would have recorded it."""
     import sqlite3
 
+    from app.services.history.scope import router_scope
     from app.services.history.store import HistoryRow, HistoryStore
 
     store = HistoryStore()
     try:
-        row = HistoryRow(time.time(), machine, router, "", was, now, "requested", f"by command `llamaherd {command}`"
-                         + (f"; {detail}" if detail else ""))  # fmt: skip
+        detail = f"by command `llamaherd {command}`" + (f"; {detail}" if detail else "")
+        row = HistoryRow(time.time(), cfg.name, cfg.router, "", was, now, "requested", detail, scope=router_scope(cfg))
         await store.add([row])
     except (sqlite3.Error, OSError):
         pass
@@ -87,11 +89,14 @@ async def note_router(machine: str, router: str, was: str, now: str, detail: str
 
 
 async def cmd_history(ctx: CliContext, args: argparse.Namespace) -> int:
+    from app.services.history.scope import scope_names
     from app.services.history.store import HistoryStore
 
     since = time.time() - parse_since(args.since)
     machines = [ctx.config.machine(args.machine)] if args.machine else list(ctx.config.effective_machines)
-    store = HistoryStore()
+    # This config's routers only, under its names (another config's `workstation` is another router); --all: every
+    # row stored, as recorded, with those from before rows were scoped.
+    store = HistoryStore(names=None if args.all else scope_names(ctx.config.effective_machines))
     try:
         if not args.no_backfill:
             await asyncio.gather(*(_backfill_one(ctx, mc, store) for mc in machines))
@@ -126,4 +131,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--json", action="store_true", help="one JSON object per line: time, machine, model, from, to, "
                    "reason, detail (and router)")  # fmt: skip
     p.add_argument("--no-backfill", action="store_true", help="answer from the database only, reading no log")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="every router's rows as recorded, not only this config's routers "
+        "(under the names the recording config gave; rows from before routers were told apart too)",
+    )
     p.set_defaults(func=cmd_history)

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -13,11 +14,16 @@ from typing import Any
 from app.cli.context import CliContext
 from app.cli.history_cmds import note_router
 from app.cli.output import err, human_size
+from app.cli.port_memo import last_port, remember
+from app.cli.status_schema import model_entry, stable
 from app.cli.wording import say
 from app.services.core.errors import HerdError, RouterNotAnswering
 from app.services.core.host_types import HostStats
 from app.services.core.router_types import ModelState, RouterState
 from app.services.core.textsafe import visible, visible_lines
+from app.services.history.scope import router_scope
+from app.services.hosts import proc_probes
+from app.services.hosts.local import LocalTransport
 from app.services.lifecycle.manager import RouterStatus
 from app.services.logs.parse import LogAttributor
 from app.services.machine.machine import Machine
@@ -44,8 +50,19 @@ async def machine_status(m: Machine) -> dict[str, Any]:
         async with asyncio.timeout(STATUS_TIMEOUT) as bound:
             if m.manager is not None:
                 m.manager.ask_early()  # the record's look rides along with the agent's start
+            # So does the first host-stats sample (as host_stats runs it): the second, 0.3 s later for the CPU %,
+            # is asked when the agent answers, a round trip sooner. The router's answers (a forwarded channel, then
+            # the request) end a status of a running router later anyway; this shortens that of a stopped one.
+            m.transport.ask_early(["sh", "-c", proc_probes.HOST_STATS_SCRIPT, "sh"])
             await m.transport.connect()
             out["connection"] = m.transport.state.value
+            guess = last_port(router_scope(m.cfg)) if m.manager is not None and not m.transport.is_local else None
+            if guess is not None:
+                # The router's two channels (/health, /models) open while the record is read, on the port it had
+                # last time: right, they save a round trip; wrong, they are closed unused.
+                local = await m.transport.forward_port(guess)
+                m.transport.warm_forward(local)
+                m.transport.warm_forward(local)
             # Over ssh every step below is a round trip: the independent ones are asked together (the agent
             # answers them in parallel), so a status costs about four after the connection.
             first = asyncio.ensure_future(m.transport.host_stats())  # CPU % is a difference between two samples
@@ -75,7 +92,9 @@ async def machine_status(m: Machine) -> dict[str, Any]:
         if out.get("connection") != "local":
             out["connection"] = "unreachable"
         out["reason"] = say(e)
-    return out
+    if "router" not in out:  # the machine was not reached: its router could not be asked
+        out["router"] = RouterState.UNKNOWN.value
+    return stable(out)
 
 
 async def _rss(m: Machine, pid: int | None, out: dict[str, Any]) -> None:
@@ -127,7 +146,8 @@ async def _models_part(m: Machine, out: dict[str, Any], client: RouterClient | N
                 await models_asked
         out["models_loaded"] = sum(1 for x in models if x.state is ModelState.LOADED)
         out["models_known"] = len(models)
-        out["models_failed"] = [x.id for x in models if x.state is ModelState.FAILED]
+        out["models_failed"] = [x.id for x in models if x.state is ModelState.FAILED or x.failed]
+        out["models"] = [model_entry(x) for x in models]
     except RouterNotAnswering as e:
         out["router"] = RouterState.NOT_ANSWERING.value
         out["reason"] = str(e)
@@ -140,16 +160,16 @@ def format_status(s: dict[str, Any]) -> str:
     router = s.get("router", "?")
     bits = [f"{s['machine']:<14}", f"{s.get('connection', '?'):<11}"]
     if router == RouterState.RUNNING:
-        bits.append(f"running pid {s.get('pid')} port {s.get('port')} up {uptime(s.get('uptime_s', 0))}")
+        bits.append(f"running pid {s.get('pid')} port {s.get('port')} up {uptime(s.get('uptime_s') or 0)}")
         if s.get("api_key") == "required":
             bits.append("API key required")
     else:
         bits.append(router)
-    if "cpu_pct" in s:
+    if s.get("cpu_pct") is not None:
         bits.append(f"cpu {s['cpu_pct']:.0f}%  mem {human_size(s['mem_used'])}/{human_size(s['mem_total'])}")
         for g in s.get("gpus", []):
             bits.append(f"gpu {g['name']} {g['memory_used_mb']:.0f}/{g['memory_total_mb']:.0f}M")
-    if "models_known" in s:
+    if router in (RouterState.RUNNING, RouterState.ATTACHED):
         bits.append(f"models {s['models_loaded']}/{s['models_known']} loaded")
     if s.get("rss"):
         bits.append(f"rss {human_size(s['rss'])}")
@@ -178,6 +198,9 @@ async def cmd_status(ctx: CliContext, args: argparse.Namespace) -> int:
         results = await asyncio.gather(*(machine_status(m) for m in machines))
     finally:
         await asyncio.gather(*(m.close() for m in machines), return_exceptions=True)
+    with contextlib.suppress(HerdError):
+        remember({router_scope(m.cfg): r["port"] for m, r in zip(machines, results, strict=True)
+                  if r["port"] and r["router"] == RouterState.RUNNING and not m.cfg.is_local})  # fmt: skip
     if args.json:
         print(json.dumps(results, indent=2))
     else:
@@ -196,7 +219,7 @@ async def cmd_start(ctx: CliContext, args: argparse.Namespace) -> int:
             return 1
         took = time.monotonic() - t0
         if started:
-            await note_router(m.name, m.cfg.router, "absent", "running", f"pid {rec.pid}", "start")
+            await note_router(m.cfg, "absent", "running", f"pid {rec.pid}", "start")
     verb = f"started in {took:.1f} s" if started else "already running (adopted)"
     where = f"pid {rec.pid}, port {rec.port} on 127.0.0.1, preset {rec.preset}, log {rec.log}"
     print(visible(f"{m.name}: router {verb}: {where}"))
@@ -207,7 +230,7 @@ async def cmd_stop(ctx: CliContext, args: argparse.Namespace) -> int:
     async with ctx.managed(args.machine, "llamaherd does not stop somebody else's router") as (m, manager):
         st = await manager.stop()
         if not st.already:
-            await note_router(m.name, m.cfg.router, "running", "stopped", st.reason, "stop")
+            await note_router(m.cfg, "running", "stopped", st.reason, "stop")
     if st.already:
         print(visible_lines(f"{m.name}: router {already_stopped(st)}"))
         return 0
@@ -230,6 +253,9 @@ def already_stopped(st: RouterStatus, now: float | None = None) -> str:
 
 
 async def cmd_logs(ctx: CliContext, args: argparse.Namespace) -> int:
+    if args.output and args.follow:
+        err("logs: -o/--output writes the last lines once; it cannot follow (-f)")
+        return 2
     async with ctx.managed(args.machine, "its log is on the machine of whoever runs it") as (m, manager):
         att = LogAttributor()
         # A stopped router still has a log; ports then come from its spawn lines.
@@ -243,6 +269,11 @@ async def cmd_logs(ctx: CliContext, args: argparse.Namespace) -> int:
             lines = [att.parse(r) for r in raw]
             if args.model:
                 lines = [ln for ln in lines if ln.model == args.model]
+            if args.output:  # the lines as they are (a file, not a terminal), written whole or not at all, 0600
+                text = "".join(f"{ln.raw}\n" for ln in lines[-want:]).encode(errors="surrogateescape")
+                await LocalTransport("here").write_file_atomic(args.output, text)
+                print(f"{len(lines[-want:]):,} lines written to {visible(args.output)}", file=sys.stderr)
+                return 0
             for ln in lines[-want:]:
                 print(visible(ln.raw))
             return 0
@@ -294,4 +325,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines until interrupted")
     p.add_argument("--model", metavar="M", help="only this model's lines")
     p.add_argument("-n", "--lines", type=int, default=50, metavar="N", help="how many lines (default 50)")
+    p.add_argument(
+        "-o", "--output", metavar="FILE", type=os.path.abspath,
+        help="write the lines to FILE as they are (atomically, mode 0600) instead of printing them; not with -f",
+    )  # fmt: skip
     p.set_defaults(func=cmd_logs)

@@ -109,7 +109,7 @@ def models_table(models: list[ModelInfo]) -> str:
             (
                 visible(m.id),
                 status,
-                str(m.n_ctx or "-"),
+                str(m.ctx or "-"),
                 human_count(m.n_params),
                 human_size(m.size),
                 visible(",".join(m.aliases)) or "-",

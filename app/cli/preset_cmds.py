@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from app.cli.context import CliContext
 from app.cli.output import err
-from app.services.core.errors import PresetError, SectionExists
+from app.services.core.errors import PresetInputError, SectionExists
 from app.services.core.textsafe import visible, visible_lines
 from app.services.files import scan as model_files
 from app.services.files.discovery import DiscoveredModel, classify
@@ -23,7 +23,7 @@ def parse_assignments(items: list[str]) -> dict[str, str]:
     for item in items:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
-            raise PresetError(f"expected key=value, got {item!r}")
+            raise PresetInputError(f"expected key=value, got {item!r}")
         out[key.strip()] = value.strip()
     return out
 
@@ -136,7 +136,7 @@ async def _discover(m: Machine, path: str) -> DiscoveredModel:
     path = (await t.expand(path)).rstrip("/")
     info = await t.stat(path)
     if info is None:
-        raise PresetError(f"{path} does not exist on {m.name}")
+        raise PresetInputError(f"{path} does not exist on {m.name}")
     is_dir = not path.endswith(".gguf")
     folder = path if is_dir else posixpath.dirname(path)
     files = await t.list_files([folder], pattern="*.gguf", max_depth=1)
@@ -146,8 +146,8 @@ async def _discover(m: Machine, path: str) -> DiscoveredModel:
             return model
     names = {posixpath.basename(f.path) for f in found.projectors + found.drafts}
     if posixpath.basename(path) in names:
-        raise PresetError(f"{path} is a projector or draft file, not a model: add the model beside it instead")
-    raise PresetError(f"no model file found at {path}")
+        raise PresetInputError(f"{path} is a projector or draft file, not a model: add the model beside it instead")
+    raise PresetInputError(f"no model file found at {path}")
 
 
 async def cmd_add(ctx: CliContext, args: argparse.Namespace) -> int:
@@ -160,7 +160,7 @@ async def cmd_add(ctx: CliContext, args: argparse.Namespace) -> int:
             return await _run_edit(m, lambda known: add_section(name, section, known), args.dry_run)
         except SectionExists as e:
             err(f"{e}; choose another name with --name")
-            return 1
+            return 2  # a name the preset already has: bad input, like any other
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -11,6 +11,7 @@ from app.cli.output import EventLines, err, models_table, print_json_list, to_js
 from app.cli.wording import say
 from app.services.core.errors import HerdError
 from app.services.core.textsafe import visible
+from app.services.history.scope import router_scope
 from app.services.router.event_stream import router_events
 from app.services.router.load_and_wait import ensure_loaded
 
@@ -27,7 +28,7 @@ async def cmd_models(ctx: CliContext, args: argparse.Namespace) -> int:
 
 async def cmd_load(ctx: CliContext, args: argparse.Namespace) -> int:
     async with ctx.router(args.machine) as r:
-        await note_request(args.machine, args.model, "load", "load")
+        await note_request(args.machine, args.model, "load", "load", router_scope(r.machine.cfg))
         if not args.wait:
             asked = await r.client.load(args.model)
             print(visible(f"{args.model}: load requested" if asked else f"{args.model}: already running"))
@@ -44,7 +45,7 @@ async def cmd_load(ctx: CliContext, args: argparse.Namespace) -> int:
 
 async def cmd_unload(ctx: CliContext, args: argparse.Namespace) -> int:
     async with ctx.router(args.machine) as r:
-        await note_request(args.machine, args.model, "unload", "unload")
+        await note_request(args.machine, args.model, "unload", "unload", router_scope(r.machine.cfg))
         await r.client.unload(args.model)
     print(visible(f"{args.model}: unload requested"))
     return 0

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import sqlite3
-from collections.abc import Collection, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Sequence
 
 from app.config import Config
 from app.errors import ConfigError
 from app.services.activity.poll import ActivityChanged, ActivityPoller, Target, machine_target
+from app.services.ask.answer import Answer, Piece, ask
+from app.services.ask.conversation import Conversation
+from app.services.ask.probe_timer import ProbeTimer
 from app.services.core.errors import FitUnknown, HerdError, RouterError
 from app.services.core.fleet_events import FleetEvent, LogLines, MachineChanged, MachineView, ModelsChanged, Problem
 from app.services.core.log_lines import LogLine
@@ -18,7 +22,14 @@ from app.services.files import scan as model_files
 from app.services.files.discovery import DiscoveredModel, Discovery
 from app.services.fit.check import estimate_model, estimate_section
 from app.services.fit.estimate import FitEstimate, FitInputError
+from app.services.history.downloads import pull_row, record, removal_row
 from app.services.history.store import HistoryStore
+from app.services.hub.hub_api import RepoHit
+from app.services.hub.progress import PullProgress
+from app.services.hub.pull import PullOutcome
+from app.services.hub.pulls import Pulls, machine_events
+from app.services.hub.remove import Removal, remove
+from app.services.hub.search import RepoChoices, repo_choices, search_repos
 from app.services.lifecycle.manager import RouterRecord
 from app.services.logs.parse import skipped_marker
 from app.services.machine.machine import Machine
@@ -53,7 +64,10 @@ class Fleet:
         # Where a request this llamaherd makes is noted, so the history can say who asked (None: not noted).
         self.history: HistoryStore | None = None
         self.asked_by = "llamaherd"
+        self.pulls = Pulls()  # downloads under way (hub/), several at once on several machines
         self.activity = ActivityPoller(self._activity_targets, self._emit, every=config.ui.activity_every)
+        # issue 35: the opt-in one-token probe of idle loaded models ([ui] probe_every; 0: none)
+        self.prober = ProbeTimer(lambda: list(self._machines.values()), self.activity, config.ui.probe_every)
 
     def _activity_targets(self) -> list[Target]:
         return [t for m in self._machines.values() if (t := machine_target(m)) is not None]
@@ -107,9 +121,11 @@ class Fleet:
         for m in self._machines.values():
             m.start()
         self.activity.start()
+        self.prober.start()
 
     async def close(self) -> None:
         """Stop following. Routers keep running: they outlive the dashboard."""
+        await self.prober.stop()
         await self.activity.stop()
         await asyncio.gather(*(m.close() for m in self._machines.values()), return_exceptions=True)
         self._started = False
@@ -149,9 +165,24 @@ class Fleet:
         m = self.machine(machine)
         return await ensure_loaded(await m.router_client(), model, timeout=timeout, log_tail=m.model_log_tail)
 
+    async def ask(
+        self, machine: str, conv: Conversation, vision: bool | None, max_tokens: int, load_first: bool = False
+    ) -> AsyncGenerator[Piece | Answer, None]:
+        """A streamed answer (ask/answer.py); `load_first`: the operator agreed to load the model before asking."""
+        if load_first:
+            await self._asked(machine, conv.model, "load")
+            await self.load_and_wait(machine, conv.model)
+        client = await self.machine(machine).router_client()
+        async with contextlib.aclosing(ask(client, conv, vision, max_tokens=max_tokens)) as answer:
+            async for item in answer:
+                yield item
+
     async def unload(self, machine: str, model: str) -> None:
         await self._asked(machine, model, "unload")
         try:
+            if (machine, model) in self.pulls.running():  # `u` on a downloading row: the pull followed here cancels
+                await self.pulls.cancel(self.machine(machine), model)
+                return
             await (await self.machine(machine).router_client()).unload(model)
         except RouterError as e:
             action = f"unload {model} on {machine}"
@@ -235,6 +266,55 @@ class Fleet:
 
     async def new_section(self, machine: str, model: DiscoveredModel) -> dict[str, str]:
         return await model_files.new_section(self.machine(machine).transport, model)
+
+    # ---- the hub (hub/): search from here, pull through the router's download child, rm ----
+
+    async def hub_search(self, machine: str, query: str) -> list[RepoHit]:
+        return await search_repos(self.machine(machine).cfg, query)
+
+    async def hub_repo(self, machine: str, repo: str) -> RepoChoices:
+        return await repo_choices(self.machine(machine), repo)
+
+    async def pull(
+        self, machine: str, spec: str, on_progress: Callable[[PullProgress], None] | None = None
+    ) -> PullOutcome:
+        """Pull to its outcome; a failure is also a Problem (the cause in one line) and a history row."""
+        m = self.machine(machine)
+        await self._asked(machine, spec, "pull")
+        events = functools.partial(machine_events, self.subscribe, self.unsubscribe, machine)
+        outcome = await self.pulls.run(m, spec, on_progress=on_progress, events=lambda _client: events())
+        if not outcome.already and self.history is not None:
+            model = outcome.model or outcome.requested
+            await record([pull_row(m.cfg, model, outcome.ok, outcome.cause, self.asked_by)], self.history)
+        if not outcome.ok and not outcome.cancelled:  # a cancel on request is no problem
+            action = f"pull {outcome.requested} on {machine}"
+            self._emit(Problem(machine, f"{action}: {outcome.cause}", model=outcome.requested, action=action))
+        return outcome
+
+    async def cancel_pull(self, machine: str, name: str) -> None:
+        await self.pulls.cancel(self.machine(machine), name)
+
+    async def remove_model(self, machine: str, model: str) -> Removal:
+        m = self.machine(machine)
+        await self._asked(machine, model, "rm")
+        done = await remove(m, model)
+        if self.history is not None:
+            await record([removal_row(m.cfg, done.model, done.line(), self.asked_by)], self.history)
+        return done
+
+    async def router_env(self, machine: str) -> dict[str, str]:
+        """For a hook's or a plugin's environment: a URL that reaches the machine's router from here (the tunnel for
+        an ssh machine) and its key. Never put on a command line."""
+        client = await self.client(machine)
+        env = {"LLAMAHERD_URL": client.base_url}
+        if client.api_key:
+            env["LLAMAHERD_API_KEY"] = client.api_key
+        return env
+
+    def retry_now(self, machine: str) -> None:
+        """Wake the machine's follower: it connects (an ssh connect skips its backoff wait) and looks at its router
+        now. Nothing is lost by asking often: a machine that is up just looks once more."""
+        self.machine(machine).poke()
 
     async def stop_router(self, machine: str) -> None:
         m = self.machine(machine)

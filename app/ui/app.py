@@ -54,7 +54,9 @@ class HerdApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "llamaherd"
     ENABLE_COMMAND_PALETTE = True
-    COMMANDS = App.COMMANDS | {HerdCommands}
+    # Ours only: Textual's system commands come through it too, after llamaherd's (palette.py), in a fixed order
+    # (two providers in a set were shown in whichever order the set gave).
+    COMMANDS = {HerdCommands}  # noqa: RUF012 - Textual's own declaration
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]  # noqa: RUF012 - Textual's own declaration
     VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]  # noqa: RUF012
     # The dashboard is a mode's screen, not get_default_screen's: Textual mounts a mode's screen, and every pane in
@@ -117,6 +119,11 @@ class HerdApp(App[int]):
             reason = why_not(action, st.view if st else None, model_id, model)
             self.notify(reason, severity="warning", timeout=4, markup=False)
         return done
+
+    def action_help_quit(self) -> None:
+        """Ctrl+C quits like `q` (app.quit; routers keep running). Textual's own only says which key quits, in a
+        toast whose markup showed raw here, once per press; an input with text selected still takes it as copy."""
+        self.exit()
 
     # ---- clock ----
 

@@ -131,6 +131,12 @@ class StandInFleet:
     async def stop_router(self, machine: str) -> None:
         await self._call("stop_router", machine)
 
+    async def router_env(self, machine: str) -> dict[str, str]:
+        return {"LLAMAHERD_URL": self.views[machine].url}
+
+    def retry_now(self, machine: str) -> None:
+        self.calls.append(("retry_now", machine))
+
     async def fit_estimate(self, machine: str, model: ModelInfo, has_gpu: bool) -> FitEstimate:
         try:
             in_worker = bool(get_current_worker())

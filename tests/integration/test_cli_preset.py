@@ -47,15 +47,17 @@ def test_show_set_unset_remove(herd: Herd, tmp_path: Path) -> None:
 def test_refusals_exit_nonzero_and_change_nothing(herd: Herd, tmp_path: Path) -> None:
     preset = tmp_path / "models.ini"
     before = preset.read_bytes()
-    for args, words in [
-        (("set", "here", "alpha", "chat-template=a;b"), "line break"),
-        (("set", "here", "alpha", "mmap=1"), "mmap"),
-        (("set", "here", "alpha", "ctx-size=big"), "ctx-size"),
-        (("set", "here", "alpha", "nonsense"), "key=value"),
-        (("remove", "here", "nope"), "no section [nope]"),
+    # bad input exits 2, as a usage error does elsewhere (issue 38, case 8: `;` was refused with 1)
+    for args, words, code in [
+        (("set", "here", "alpha", "chat-template=a;b"), "line break", 2),
+        (("set", "here", "alpha", "mmap=1"), "mmap", 2),
+        (("set", "here", "alpha", "ctx-size=big"), "ctx-size", 2),
+        (("set", "here", "alpha", "nonsense"), "key=value", 2),
+        (("set", "here", "chat small;x", "ctx-size=64"), "cannot contain ' ', ';'", 2),
+        (("remove", "here", "nope"), "no section [nope]", 1),
     ]:
         r = herd.run("preset", *args)
-        assert r.returncode == 1, (args, r.stdout)
+        assert r.returncode == code, (args, r.stdout, r.stderr)
         assert words in r.stderr, (args, r.stderr)
     assert preset.read_bytes() == before
 
@@ -70,7 +72,7 @@ def test_add_a_model_with_its_projector(herd: Herd, tmp_path: Path, tiny_models:
     assert "+[gamma]" in r.stdout and f"+model = {d / 'gamma-Q8_0.gguf'}" in r.stdout
     assert f"+mmproj = {d / 'mmproj-gamma-f16.gguf'}" in r.stdout and "+parallel = 1" in r.stdout
     r = herd.run("preset", "add", "here", str(d / "mmproj-gamma-f16.gguf"))
-    assert r.returncode == 1 and "projector" in r.stderr
+    assert r.returncode == 2 and "projector" in r.stderr
     r = herd.run("preset", "add", "here", str(d / "gamma-Q8_0.gguf"), "--name", "g8")
     assert r.returncode == 0, r.stderr
     assert "g8" in herd.run("models", "here").stdout

@@ -143,9 +143,12 @@ def test_missing_binary_fails(herd: Herd, tmp_path: Path) -> None:
 
 
 def test_unreadable_preset_fails(herd: Herd, tmp_path: Path) -> None:
-    herd.write_config(local_config("here", tmp_path / "missing.ini"))
+    # a missing one is made on the first start (test_new_preset_file.py); one that is there but cannot be read is not
+    unreadable = tmp_path / "unreadable.ini"
+    unreadable.mkdir()
+    herd.write_config(local_config("here", unreadable))
     r = herd.run("start", "here")
-    assert r.returncode == 1 and "missing.ini" in r.stderr, r.stderr
+    assert r.returncode == 1 and "failed to initialize router models" in r.stderr, r.stderr
 
 
 def test_load_wait_failure_shows_the_models_log_lines(herd: Herd) -> None:
@@ -166,3 +169,19 @@ def test_logs_model_filter(herd: Herd) -> None:
     assert not any("beta.gguf" in ln for ln in alpha) and not any("alpha.gguf" in ln for ln in beta)
     everything = herd.run("logs", "here", "-n", "5").stdout.splitlines()
     assert len(everything) == 5
+
+
+def test_logs_to_a_file_are_written_whole_and_private(herd: Herd, tmp_path: Path) -> None:
+    assert herd.run("start", "here").returncode == 0
+    assert herd.run("load", "here", "alpha", "--wait").returncode == 0
+    out = tmp_path / "saved" / "alpha.log"
+    r = herd.run("logs", "here", "--model", "alpha", "-n", "500", "-o", str(out))
+    assert r.returncode == 0 and r.stdout == "", r.stderr
+    assert "lines written to" in r.stderr
+    saved = out.read_text().splitlines()
+    assert saved == herd.run("logs", "here", "--model", "alpha", "-n", "500").stdout.splitlines()
+    assert any("alpha.gguf" in ln for ln in saved)
+    assert out.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in out.parent.iterdir()] == ["alpha.log"]  # no temporary file left
+    r = herd.run("logs", "here", "-f", "-o", str(out))
+    assert r.returncode == 2 and "cannot follow" in r.stderr

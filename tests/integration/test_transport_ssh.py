@@ -226,16 +226,16 @@ async def test_a_warmed_forward_carries_the_next_connection_on_the_channel_opene
     t = ssh_transport(sshd)
     try:
         local_port = await t.forward_port(server.sockets[0].getsockname()[1])
-        t.warm_forward(local_port)
-        t.warm_forward(local_port)  # one ahead at most
-        await wait_for(lambda: trace.read_text().count(" channel ") == 1, 5, what="the channel opened ahead")
-        for _ in range(2):  # the first takes the warm channel, the second opens its own
+        for _ in range(3):
+            t.warm_forward(local_port)  # two ahead at most (WARM_MAX: a status sends two requests at once)
+        await wait_for(lambda: trace.read_text().count(" channel ") == 2, 5, what="the channels opened ahead")
+        for _ in range(3):  # the first two take the warm channels, the third opens its own
             reader, writer = await asyncio.open_connection("127.0.0.1", local_port)
             writer.write(b"ping")
             await writer.drain()
             assert await asyncio.wait_for(reader.read(100), 5) == b"echo:ping"
             writer.close()
-        assert trace.read_text().count(" channel ") == 2
+        assert trace.read_text().count(" channel ") == 3
     finally:
         await t.close()
         server.close()

@@ -43,7 +43,7 @@ async def test_the_model_row_shows_rate_sparkline_and_slots_and_the_card_the_tot
         spark = (0.0, 5.0, 42.0)
         fleet.emit(ActivityChanged("workstation", (busy(42.0, spark),)))
         await wait_for(lambda: "42" in cell(app), pilot=pilot)
-        assert cell(app) == "     ▁▂█ 42 1/4"  # a minute in 8 cells, scaled to its busiest
+        assert cell(app) == "     ▁▂█ 42 slots 1/4"  # a minute in 8 cells, scaled to its busiest
         screen = screen_text(app)
         assert "tok/s" in screen and "models: workstation · serving 42 tok/s · 1 request" in screen
         # Unloaded meanwhile: the last round's figures are not shown against it.

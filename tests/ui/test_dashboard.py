@@ -311,9 +311,9 @@ async def test_log_follows_pauses_and_filters() -> None:
         await pilot.press("g")  # jump to the model's lines
         assert logs.model == "mistral-7b" and app.focused is logs
         assert [ln.text for ln in logs.buffer if logs.wanted(ln)] == ["two"]
-        await pilot.press("m")
+        await pilot.press("M")
         assert logs.model is None
-        await pilot.press("slash", *"thr", "enter")
+        await pilot.press("ampersand", *"thr", "enter")  # `&` filters (`/` finds: test_log_find.py)
         assert [ln.text for ln in logs.buffer if logs.wanted(ln)] == ["three"]
         fleet.emit(LogLines("workstation", tuple(log(f"line {i}") for i in range(200))))
         await wait_for(lambda: len(logs.buffer) == 50, pilot=pilot)

@@ -28,16 +28,16 @@ async def test_escape_in_the_log_clears_its_search_and_says_how_while_it_hides_l
         logs = app.dashboard.logs
         everything = len(logs.buffer)
         logs.focus()
-        await pilot.press("slash", *"magic", "enter")
+        await pilot.press("ampersand", *"magic", "enter")
         await wait_for(lambda: logs.search == "magic" and app.focused is logs, pilot=pilot)
         assert len(logs.view) == 1
-        assert "filter: /magic · Esc clears" in str(logs.border_subtitle)
+        assert "filter: &magic · Esc clears" in str(logs.border_subtitle)
         await pilot.press("escape")
         assert logs.search == "" and len(logs.view) == everything
         assert "Esc clears" not in str(logs.border_subtitle)
         await pilot.press("escape")  # nothing left to clear: nothing happens, nothing breaks
         # A search nothing matches says so, rather than looking like an empty log.
-        await pilot.press("slash", *"tensor", "enter")
+        await pilot.press("ampersand", *"tensor", "enter")
         await wait_for(lambda: logs.search == "tensor", pilot=pilot)
         assert not logs.view
         said = f"no line matches the filter ({everything} lines hidden) · Esc clears"
@@ -64,7 +64,7 @@ async def test_switching_machines_clears_the_log_search() -> None:
         await started(app, pilot)
         logs = app.dashboard.logs
         logs.focus()
-        await pilot.press("slash", *"magic", "enter")
+        await pilot.press("ampersand", *"magic", "enter")
         await wait_for(lambda: logs.search == "magic" and app.focused is logs, pilot=pilot)  # the prompt closed
         await pilot.press("2")
         await wait_for(lambda: app.dashboard.selected_machine == "gpu-box", pilot=pilot)

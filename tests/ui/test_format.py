@@ -115,3 +115,15 @@ def test_vision_said_outlives_the_run() -> None:
     assert fmt.vision(offered)[0] == "yes"
     # It said "yes" but the offline arrays no longer have pictures (its projector removed): not known.
     assert fmt.vision(ModelInfo("m", ModelState.UNLOADED, vision_said=True))[0] == "?"
+
+
+def test_a_wrapped_text_cut_short_ends_with_one_ellipsis() -> None:
+    """`[Errno -2] ……` (issue 38, case 8): a short last line got two."""
+    from app.ui.text.glyphs import ASCII, UNICODE
+
+    assert UNICODE.wrap("[Errno -2] Name-or-service-not-known", 14, 1) == ["[Errno -2] …"]
+    assert UNICODE.wrap("[Errno -2] Name or service not known", 20, 1) == ["[Errno -2] Name or …"]
+    assert UNICODE.wrap("abcdefghij klmnopqrst uvw", 10, 1) == ["abcdefghi…"]
+    assert UNICODE.wrap("a b", 10, 1) == ["a b"]  # nothing cut, no ellipsis
+    assert all(line.count("…") <= 1 for n in range(4, 30) for line in UNICODE.wrap("word " * 20, n, 2))
+    assert ASCII.wrap("[Errno -2] Name or service not known", 14, 1)[0].count(ASCII.ellipsis) == 1

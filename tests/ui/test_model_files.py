@@ -266,3 +266,22 @@ async def test_the_selected_file_shows_its_estimate_before_it_is_added(here: Her
         model = next(r.model for r in screen.rows.values() if r.model and r.model.name == "delta")
         est = await here.fleet.file_estimate("here", model, has_gpu=False)
         assert est.weights.bytes == sum(p.stat().st_size for p in parts) and est.kv.bytes > 0
+
+
+async def test_add_as_refuses_a_name_that_cannot_be_a_models(here: Here) -> None:
+    """`chat small;x` was accepted (issue 38, case 8): its log lines then showed a port instead of a name."""
+    fleet, preset = here.fleet, here.preset
+    before = preset.read_bytes()
+    try:
+        host = FilesHost(fleet)
+        async with host.run_test(size=SIZE) as pilot:
+            screen = await listed(host, pilot)
+            await cursor_to(pilot, screen, "gamma/gamma-Q8_0.gguf")
+            await pilot.press("n")
+            assert screen.mode == "naming"
+            await pilot.press("ctrl+u", *"chat small;x", "enter")
+            await wait_for(lambda: "Not added" in screen_text(host), pilot=pilot)
+            assert "cannot contain ' ', ';'" in " ".join(screen_text(host).split())
+            assert screen.plan is None and preset.read_bytes() == before
+    finally:
+        await fleet.close()

@@ -32,7 +32,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "failed.svg": ("models: gpu-box-a", "broken-q4", "failed (exit 1)", "exit code 1", "gpu-box-a: broken-q4",
                    "error loading model"),
     "preset-diff.svg": ("Preset [chat-medium] on gpu-box-a", "+ctx-size = 2048", "Reloading will unload: chat-medium"),
-    "help.svg": ("keys", "start_router", "stop_router", "toggle_fleet", "edit_preset", "log_level", "machine_1"),
+    "help.svg": ("keys", "start_router", "stop_router", "toggle_fleet", "edit_preset", "scroll, esc closes"),
+    "compact.svg": ("compact", "workstation", "gpu-box-a", "gpu-box-b", "running", "models: workstation"),
+    "command.svg": ("load chat-medium", "Cancel"),
 }  # fmt: skip
 
 

@@ -131,3 +131,64 @@ def test_api_key_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     assert m.api_key() is None
     monkeypatch.setenv("HERD_TEST_KEY", "s3cret")
     assert m.api_key() == "s3cret"
+
+
+# ---- every value checked at load (issue 38, case 4) ----
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ("[ui]\nlog_lines = -5\n", 2, "'log_lines' must be between 1 and"),
+        ("[ui]\nlog_lines = 0\n", 2, "'log_lines'"),
+        ("[ui]\nlog_lines = 99000000\n", 2, "'log_lines'"),
+        ('[[machines]]\nname = "a"\nurl = "127.0.0.1:8080"\n', 3, "http:// or https://"),
+        ('[[machines]]\nname = "a"\nurl = "ftp://h:21"\n', 3, "http:// or https://"),
+        ('[[machines]]\nname = "a"\nurl = "http://:8080"\n', 3, "names no host"),
+        ('[[machines]]\nname = "a"\nurl = "http://h:99999"\n', 3, "not a URL"),
+        ('[[machines]]\nname = "a"\nhub = "huggingface.co"\n', 3, "'hub'"),
+        ('[[machines]]\nname = "a"\nport = 0\n', 3, "'port' must be between 1 and 65535"),
+        ('[[machines]]\nname = "a"\nrouter_port = 70000\n', 3, "'router_port'"),
+        ('[[machines]]\nname = "a"\nmodels_max = -1\n', 3, "'models_max'"),
+        ('[[machines]]\nname = "a"\nrouter = "../x"\n', 3, "'router'"),
+        ('[[machines]]\nname = "a"\napi_key_env = "MY KEY"\n', 3, "environment variable"),
+        ('[[machines]]\nname = "a"\nhost = "gpu box"\n', 3, "spaces"),
+        ('[[machines]]\nname = "a"\npreset = ""\n', 3, "empty"),
+        ('[[machines]]\nname = "a\\u001b[2J"\n', 2, "control characters"),
+        ('[keymap]\nlaod = "L"\n', 2, "did you mean load"),
+        ('[keymap]\nload = ""\n', 2, "empty"),
+        ('[keymap]\nload = "l,,L"\n', 2, "empty key"),
+        ('[keymap]\nload = "ctrl + l"\n', 2, "not a key name"),
+        ('[keymap]\nunload = "l"\n', 2, "on unload and on load"),
+        ('[keymap]\nhistory_filter = "ctrl+r"\n', 2, "history_refresh"),
+    ],
+)
+def test_each_value_is_checked_with_file_line_key(text: str, line: int, words: str) -> None:
+    msg = refuse(text)
+    assert msg.startswith(f"/etc/herd.toml:{line}:"), msg
+    assert words in msg, msg
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[[machines]]\nname = "a"\nurl = "https://llm.example.com/base"\n',
+        '[[machines]]\nname = "a"\nurl = "http://[::1]:8080"\n',
+        '[[machines]]\nname = "a"\nmodels_max = 0\nrouter = "team-2.b"\n',
+        # a swap, both sides remapped, and a key a pane shares with the screen by default (m: files, log model)
+        '[keymap]\nload = "u"\nunload = "l"\nmodel_files = "F"\nsort = "ctrl+o"\n',
+        '[keymap]\nhistory_close = "escape"\n',
+    ],
+)
+def test_good_values_still_load(text: str) -> None:
+    parse_config(text, Path("/etc/herd.toml"))
+
+
+def test_cli_exits_2_on_a_bad_value_headless_and_for_the_dashboard(tmp_path: Path) -> None:
+    """The same check for `status` and for the dashboard (no command): the dashboard used to crash on log_lines."""
+    from app.cli.main import main
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[ui]\nlog_lines = -5\n")
+    assert main(["--config", str(cfg), "status"]) == 2
+    assert main(["--config", str(cfg)]) == 2

@@ -61,7 +61,7 @@ def test_eviction_never_takes_a_loading_model() -> None:
 def test_summary_names_eviction_and_memory_warning() -> None:
     cap = capacity(stats(used=10 * GB, total=16 * GB))
     line = summary(verdict(est(4 * GB), cap), eviction("c", [m("chat-small", ModelState.LOADED)], 1))
-    assert line == "fits · 4.0 of 6.0 GB free (RAM) · evicts chat-small"
+    assert line == "fits · 3.7 GiB of 5.6 GiB free (RAM) · evicts chat-small"
     assert "memory does not" in summary(verdict(est(9 * GB), cap), eviction("c", [], 4))
 
 
@@ -95,6 +95,15 @@ def test_shard_paths() -> None:
 def test_load_hint_for_the_palette() -> None:
     models = [m("chat-small", ModelState.LOADED), m("big", ModelState.UNLOADED)]
     hint = load_hint("big", models, 1, stats(used=10 * GB, total=16 * GB))
-    assert hint == "6.0 GB RAM free · evicts chat-small"
+    assert hint == "5.6 GiB RAM free · evicts chat-small"
     assert load_hint("big", models, 4, None) == ""
     assert load_hint("big", [m("a", ModelState.LOADING)], 1, None) == "router full, nothing idle: it will refuse"
+
+
+def test_a_small_estimate_is_not_rounded_to_nothing_and_units_are_the_dashboards() -> None:
+    """`fit` said `fits · 0.0 of 24.7 GB free` for a tiny model (issue 38, case 8), in decimal GB beside the
+    dashboard's GiB."""
+    cap = capacity(stats(used=1 << 30, total=26 << 30))
+    line = summary(verdict(est(3 << 20), cap), eviction("c", [], 4))
+    assert line.startswith("fits · 3 MiB of 25.0 GiB free")
+    assert "0.0" not in line and "GB" not in line

@@ -183,7 +183,9 @@ async def test_history_json_through_the_command_line(tmp_path: Path, monkeypatch
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     now = time.time()
     store = HistoryStore()
-    await store.add([row(now - 60, key="a"), row(now - 30, "beta", key="b"), row(now - 7200, key="old")])
+    box = "local/url:http://127.0.0.1:9"  # the scope of the config's machine below
+    rows = [row(now - 60, key="a"), row(now - 30, "beta", key="b"), row(now - 7200, key="old"), row(now - 20, "gamma")]
+    await store.add([r._replace(scope=box) for r in rows[:3]] + rows[3:])  # gamma: unscoped, from before scopes
     store.close()
     cfg = tmp_path / "c.toml"
     cfg.write_text('[[machines]]\nname = "box"\nurl = "http://127.0.0.1:9"\n')

@@ -10,6 +10,9 @@ A model that served nothing since its previous poll (idle) is asked every IDLE_R
 last figures (all zero) in between; a busy one is asked every round (2 s). The cost of a poll is its TCP connection
 (the router closes every proxied answer's connection): connect, send and close on loopback were ~90 % of the CPU a
 poll cost (cProfile), so fewer requests is what makes it cheaper.
+
+The same /metrics answers tell a loaded model whose child stopped answering (activity/answering.py): no request of
+its own, and none that resets the child's idle timer. Such a model is asked every round until it answers again.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from app.services.activity.answering import AnsweringWatch
 from app.services.activity.metrics import (
     METRICS_LIMIT,
     NO_METRICS_HINT,
@@ -31,8 +35,8 @@ from app.services.activity.metrics import (
     parse_slots,
     sample_of,
 )
-from app.services.core.errors import HerdError, RouterRefused
-from app.services.core.fleet_events import FleetEvent
+from app.services.core.errors import HerdError, RouterNotAnswering, RouterRefused
+from app.services.core.fleet_events import AnsweringChanged, FleetEvent
 from app.services.core.router_types import ModelState, RouterState
 from app.services.machine.machine import Machine
 from app.services.router.client import RouterClient
@@ -65,6 +69,8 @@ class ActivityChanged(FleetEvent):
     models: tuple[ModelActivity, ...]
     hint: str | None = None
     """How to get figures where the router has no /metrics; said once per machine by whoever shows it."""
+    not_answering: tuple[str, ...] = ()
+    """Loaded models of this machine whose /metrics went unanswered (activity/answering.py)."""
 
 
 def machine_target(m: Machine) -> Target | None:
@@ -91,7 +97,7 @@ class ActivityPoller:
     def __init__(
         self,
         targets: Callable[[], Sequence[Target]],
-        emit: Callable[[ActivityChanged], None] | None = None,
+        emit: Callable[[FleetEvent], None] | None = None,
         every: float = ACTIVITY_EVERY,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -105,6 +111,9 @@ class ActivityPoller:
         self.idle_rounds = IDLE_ROUNDS
         self._task: asyncio.Task[None] | None = None
         self._polled: set[str] = set()  # machines that had something to poll last round
+        self.answering = AnsweringWatch()
+        self.changes: list[AnsweringChanged] = []
+        """Models that stopped answering or answer again, since `run` last sent them (once per change)."""
         self.only: frozenset[str] | None = None
         """Machines to poll (None: every one). The dashboard polls what it shows: a hidden machine costs nothing."""
 
@@ -122,7 +131,11 @@ class ActivityPoller:
             del self._slots_total[k]
         for k in [k for k in self._idle if k not in live]:
             del self._idle[k]
-        out = [ActivityChanged(t.machine, acts, hint) for t, (acts, hint) in zip(targets, rounds, strict=True)]
+        self.changes += self.answering.forget_except(live)
+        out = [
+            ActivityChanged(t.machine, acts, hint, self.answering.not_answering(t.machine))
+            for t, (acts, hint) in zip(targets, rounds, strict=True)
+        ]
         # A machine with nothing left to poll (its models unloaded, its router gone) is told so once, or its last
         # figures would stand.
         polled = {t.machine for t in targets}
@@ -136,7 +149,7 @@ class ActivityPoller:
         async def one(model: str) -> ModelActivity | None:
             key = (t.machine, model)
             shown = self._idle.get(key)
-            if shown is not None and shown[1] + 1 < self.idle_rounds:
+            if shown is not None and shown[1] + 1 < self.idle_rounds and not self.answering.is_suspect(*key):
                 self._idle[key] = (shown[0], shown[1] + 1)
                 return shown[0]
             async with gate:
@@ -153,23 +166,44 @@ class ActivityPoller:
         return acts, hint
 
     async def _model(self, machine: str, client: RouterClient, model: str) -> ModelActivity | None:
+        bound = client.bound(POLL_TIMEOUT)  # a slow link is not a model that stopped answering
+        metrics_in = False
         try:
-            async with asyncio.timeout(POLL_TIMEOUT):
+            async with asyncio.timeout(bound):
                 try:
-                    text = await client.child_metrics(model, METRICS_LIMIT, timeout=POLL_TIMEOUT)
+                    text = await client.child_metrics(model, METRICS_LIMIT, timeout=bound)
                 except RouterRefused as e:
+                    self._saw(self.answering.answered(machine, model))
                     if e.status == 501:  # "This server does not support metrics endpoint"
                         return no_metrics(machine, model)
                     return None  # 400 "model is not loaded": it went between the list and this poll
+                metrics_in = True
+                self._saw(self.answering.answered(machine, model))
                 metrics = parse_metrics(text)
                 at = self.clock()
                 total = await self._total_slots(machine, client, model)
                 slots = None
                 if metrics.get("llamacpp:requests_processing", 0) > 0:
                     slots = parse_slots(await client.child_slots(model, SLOTS_LIMIT, timeout=POLL_TIMEOUT))
-        except (TimeoutError, HerdError):
-            return None  # not answering, unreachable or garbage: no figures this round
+        except (TimeoutError, RouterNotAnswering):
+            if not metrics_in:  # the model's own /metrics, not the router: the router answers /models meanwhile
+                self._saw(self.answering.silent(machine, model, bound))
+            return None
+        except HerdError:
+            return None  # unreachable or garbage: no figures this round
         return self.rates.update(machine, model, sample_of(at, metrics, slots, total))
+
+    def idle(self, machine: str, model: str) -> bool:
+        """Whether the model's last poll found it idle (served nothing since the one before)."""
+        return (machine, model) in self._idle
+
+    def saw(self, change: AnsweringChanged | None) -> None:
+        """A change found by someone else (the opt-in probe): sent with the next round's events."""
+        self._saw(change)
+
+    def _saw(self, change: AnsweringChanged | None) -> None:
+        if change is not None:
+            self.changes.append(change)
 
     async def _total_slots(self, machine: str, client: RouterClient, model: str) -> int | None:
         key = (machine, model)
@@ -186,8 +220,10 @@ class ActivityPoller:
         """Poll until cancelled; each round's events go to `emit`."""
         while True:
             began = self.clock()
-            for ev in await self.poll():
-                if self.emit is not None:
+            rounds = await self.poll()
+            changes, self.changes = self.changes, []
+            if self.emit is not None:
+                for ev in (*changes, *rounds):
                     self.emit(ev)
             await asyncio.sleep(max(0.0, self.every - (self.clock() - began)))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.errors import BadInput
 from app.errors import HerdError as HerdError  # the base lives below config, which raises it too
 
 
@@ -101,7 +102,11 @@ class PresetError(HerdError):
         super().__init__(message)
 
 
-class SectionExists(PresetError):
+class PresetInputError(PresetError, BadInput):
+    """A value, key or section name the preset cannot hold: bad input (the command line exits 2, not 1)."""
+
+
+class SectionExists(PresetInputError):
     """A new section would take a name the preset already has."""
 
     def __init__(self, name: str) -> None:

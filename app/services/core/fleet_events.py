@@ -88,3 +88,14 @@ class Problem(FleetEvent):
     """What was being done ("start router on box"), where the failure is one of a command."""
     error: HerdError | None = None
     """The typed failure behind `message`, where there is one: a front end may word it its own way."""
+
+
+@dataclass(frozen=True)
+class AnsweringChanged(FleetEvent):
+    """A model the router lists as loaded stopped answering its own endpoints (the activity poll's /metrics, the
+    opt-in probe) within their bound, or answers again. Sent once per change, never per round."""
+
+    model: str
+    answering: bool
+    reason: str = ""
+    """Why it was judged not answering ("no /metrics answer within 5 s, twice"); "" when answering again."""

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from app.services.core.download_meter import PullProgress
+
 
 class ModelState(StrEnum):
     """`status.value` as the router reports it, plus FAILED (unloaded with a non-zero exit code)."""
@@ -56,6 +58,25 @@ class ModelInfo:
     # Whether the model takes pictures as its own server said while it ran (None: not seen loaded yet). The list
     # keeps those arrays after unload but cannot tell them from the offline guess, so the fold remembers.
     vision_said: bool | None = None
+    # While downloading: bytes done of total, rate and time left, from the router's download_progress events (the
+    # list itself has none of it).
+    download: PullProgress | None = None
+
+    @property
+    def ctx(self) -> int | None:
+        """The context size: the child's own (n_ctx, while loaded or last known), else the one its args set
+        (`--ctx-size N` / `-c N`, which the router lists for an unloaded model too), else None. The command line
+        and the dashboard both show this, so they agree (`models` said `-` where the dashboard said 1024)."""
+        if self.n_ctx is not None:
+            return self.n_ctx
+        args = self.args
+        for i, a in enumerate(args[:-1]):
+            if a in ("--ctx-size", "-c"):
+                try:
+                    return int(args[i + 1]) or None  # 0: the model's own, not known before it loads
+                except ValueError:
+                    return None
+        return None
 
     @property
     def port(self) -> int | None:

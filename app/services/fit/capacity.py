@@ -23,6 +23,15 @@ TIGHT_HEADROOM = 0.10
 MB = 1 << 20
 _SHARD_RE = re.compile(r"^(?P<stem>.*)-(?P<i>\d{5})-of-(?P<n>\d{5})\.gguf$")
 
+GIB = float(1 << 30)
+
+
+def gib(n: int) -> str:
+    """Binary units an operator reads at a glance: 9.1 GiB, or 312 MiB below one GiB (a small model is not 0.0)."""
+    if abs(n) >= GIB:
+        return f"{n / GIB:.1f} GiB"
+    return f"{n / (1 << 20):.0f} MiB" if abs(n) >= 1 << 20 else f"{n / 1024:.0f} KiB"
+
 
 @dataclass(frozen=True)
 class Capacity:
@@ -193,9 +202,9 @@ def verdict(est: FitEstimate, cap: Capacity, freed: int = 0) -> Verdict:
 
 
 def summary(v: Verdict, ev: Eviction) -> str:
-    """One line for the palette and the CLI: "fits · 4.1 of 6.0 GB free · evicts chat-small"."""
-    gb = 1e9
-    parts = [v.verdict, f"{v.need / gb:.1f} of {v.free / gb:.1f} GB free ({v.where})"]
+    """One line for the CLI: "fits · 4.1 GiB of 6.0 GiB free (RAM) · evicts chat-small", in the dashboard's
+    binary units (it said "0.0 of 24.7 GB": a small estimate rounded to nothing, in decimal units)."""
+    parts = [v.verdict, f"{gib(v.need)} of {gib(v.free)} free ({v.where})"]
     if ev.evicts:
         parts.append("evicts " + ", ".join(ev.evicts))
     elif ev.candidates:
@@ -213,9 +222,9 @@ def load_hint(target: str, models: Sequence[ModelInfo], models_max: int | None, 
     parts = []
     if stats is not None:
         cap = capacity(stats)
-        parts.append(f"{cap.free_ram / 1e9:.1f} GB RAM free")
+        parts.append(f"{gib(cap.free_ram)} RAM free")
         if cap.gpu_count:
-            parts.append(f"{cap.gpu_free / 1e9:.1f} GB GPU free")
+            parts.append(f"{gib(cap.gpu_free)} GPU free")
     ev = eviction(target, models, models_max)
     if ev.evicts:
         parts.append("evicts " + ", ".join(ev.evicts))

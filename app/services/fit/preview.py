@@ -12,17 +12,8 @@ from dataclasses import dataclass
 
 from app.services.core.host_types import HostStats
 from app.services.core.router_types import ModelInfo, ModelState
-from app.services.fit.capacity import capacity, eviction, verdict
+from app.services.fit.capacity import capacity, eviction, gib, verdict
 from app.services.fit.estimate import FitEstimate
-
-GIB = float(1 << 30)
-
-
-def gib(n: int) -> str:
-    """Binary units an operator reads at a glance: 9.1 GiB, or 312 MiB below one GiB (a small model is not 0.0)."""
-    if abs(n) >= GIB:
-        return f"{n / GIB:.1f} GiB"
-    return f"{n / (1 << 20):.0f} MiB" if abs(n) >= 1 << 20 else f"{n / 1024:.0f} KiB"
 
 
 @dataclass(frozen=True)

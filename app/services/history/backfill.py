@@ -15,6 +15,7 @@ from app.services.core.bounded import MAX_LOG_LINE
 from app.services.core.errors import HerdError
 from app.services.history.log_readback import TAIL_WINDOW, read_matches
 from app.services.history.reasons import LOG_PATTERN, LogReasons, Transition, run_reasons
+from app.services.history.scope import router_scope
 from app.services.history.store import HistoryRow, HistoryStore
 from app.services.lifecycle.manager import RouterRecord
 from app.services.machine.machine import Machine
@@ -134,6 +135,7 @@ def rows_of(m: Machine, rec: RouterRecord, found: list[Transition],
             asked: list[tuple[float, str, str, str]]) -> list[HistoryRow]:  # fmt: skip
     """Rows keyed by router run and log time; a "requested" one names who asked when this llamaherd did."""
     base = rec.started_at or rec.start_time
+    scope = router_scope(m.cfg)
     unused = list(asked)
     rows = []
     for t in found:
@@ -146,8 +148,10 @@ def rows_of(m: Machine, rec: RouterRecord, found: list[Transition],
                     detail = f"by {by}"
                     del unused[i]
                     break
-        key = f"log:{m.name}:{m.cfg.router}:{base:.3f}:{t.at_us}:{t.model}:{t.to_state}"
-        rows.append(HistoryRow(at, m.name, m.cfg.router, t.model, t.from_state, t.to_state, t.reason, detail, key))
+        # keyed by the router's scope, not the machine's name: two configs naming it differently read one log
+        key = f"log:{scope}:{base:.3f}:{t.at_us}:{t.model}:{t.to_state}"
+        rows.append(HistoryRow(at, m.name, m.cfg.router, t.model, t.from_state, t.to_state, t.reason, detail, key,
+                               scope))  # fmt: skip
     return rows
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from app.services.core.fleet_events import (
+    AnsweringChanged,
     FleetEvent,
     MachineChanged,
     MachineView,
@@ -30,6 +31,7 @@ from app.services.core.host_types import Connection
 from app.services.core.router_types import ModelInfo, ModelsReloadEvent, ModelState, RouterState
 from app.services.core.textsafe import visible
 from app.services.history.backfill import backfill
+from app.services.history.scope import router_scope
 from app.services.history.store import HistoryRow, HistoryStore
 from app.services.machine.machine import Machine
 
@@ -84,6 +86,13 @@ class HistoryRecorder:
                 await self._models_changed(ev.machine, ev.models, delta=True)
             elif isinstance(ev, ModelEvent) and isinstance(ev.event, ModelsReloadEvent):
                 self._reloaded[ev.machine] = self.clock()
+            elif isinstance(ev, AnsweringChanged) and not (ev.answering and ev.reason):
+                # issue 35: a loaded model whose child stopped answering, then answers again (one that went away
+                # meanwhile is told by its unload row, not as "answering again")
+                now = "answering" if ev.answering else "not answering"
+                was = "not answering" if ev.answering else "answering"
+                reason = "answering again" if ev.answering else "not answering"
+                await self._add([self._row(ev.machine, ev.model, was, now, reason, ev.reason)])
         except (sqlite3.Error, OSError) as e:
             self.error = f"history not recorded: {e}"
 
@@ -93,7 +102,9 @@ class HistoryRecorder:
         return self.fleet.machine(machine).cfg.router
 
     def _row(self, machine: str, model: str, was: str, now: str, reason: str, detail: str) -> HistoryRow:
-        return HistoryRow(self.clock(), machine, self._router(machine), model, was, now, reason, visible(detail))
+        scope = router_scope(self.fleet.machine(machine).cfg)  # the router's identity, not the config's name for it
+        row = (self.clock(), machine, self._router(machine), model, was, now, reason, visible(detail))
+        return HistoryRow(*row, scope=scope)
 
     async def _machine(self, v: MachineView) -> None:
         old = self._views.get(v.name)
@@ -268,4 +279,4 @@ def _since(v: MachineView) -> str:
 
 
 def _explained(row: HistoryRow, reason: str, detail: str) -> HistoryRow:
-    return HistoryRow(row.time, row.machine, row.router, row.model, row.from_state, row.to_state, reason, detail)
+    return row._replace(reason=reason, detail=detail)

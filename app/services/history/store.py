@@ -14,7 +14,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple, TypeVar
 
 from app.services.core.textsafe import visible
@@ -49,6 +49,7 @@ CREATE TABLE IF NOT EXISTS transitions (
     reason TEXT NOT NULL,
     detail TEXT NOT NULL,
     line TEXT NOT NULL DEFAULT '',
+    scope TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (time, key)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS transitions_key ON transitions (key);
@@ -76,6 +77,9 @@ class HistoryRow(NamedTuple):
     reason: str
     detail: str
     key: str = ""  # "" for a live event: made from its fields
+    scope: str = ""
+    """The router's identity (history/scope.py), "" for a row recorded before rows had one. A row's machine name is
+    the one its recorder's config gave; a store reading for another config shows that config's name."""
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -94,9 +98,15 @@ def default_path() -> str:
 
 
 class HistoryStore:
-    def __init__(self, path: str | None = None, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, path: str | None = None, clock: Callable[[], float] = time.time, names: Mapping[str, str] | None = None
+    ) -> None:
         self.path = path or default_path()
         self._clock = clock
+        self.names = dict(names) if names is not None else None
+        """Router scope -> the name the reading config gives that machine (history/scope.py: scope_names). Reads
+        see only those routers' rows, under those names, and a machine filter is that machine's scope: the demo's
+        `workstation` is not the operator's. None: every row as recorded (`history --all`)."""
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self.listeners: list[Callable[[Sequence[HistoryRow]], None]] = []
@@ -121,9 +131,15 @@ class HistoryStore:
             db.execute(f"PRAGMA mmap_size={MMAP_SIZE}")
             db.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KIB}")
             db.executescript(_SCHEMA)
-            if "line" not in {c[1] for c in db.execute("PRAGMA table_info(transitions)")}:
+            columns = {c[1] for c in db.execute("PRAGMA table_info(transitions)")}
+            if "line" not in columns:
                 # A database from before the JSON line was stored: its rows' lines are made when read.
                 db.execute("ALTER TABLE transitions ADD COLUMN line TEXT NOT NULL DEFAULT ''")
+            if "scope" not in columns:
+                # From before rows were scoped by router: those rows stay, unscoped (shown by `history --all`).
+                db.execute("ALTER TABLE transitions ADD COLUMN scope TEXT NOT NULL DEFAULT ''")
+            # No index on scope: read in time order (the primary key) and filtered, a query is one range read; with
+            # one, SQLite took the rows by scope and sorted them again (2.7x the CPU for 100,000 rows).
             self._db = db
             self._prune(db)
         return self._db
@@ -181,13 +197,13 @@ class HistoryStore:
                 if not r.key and self._recorded(db, r):
                     continue
                 r = _shown(r)
-                key = r.key or f"live:{r.machine}:{r.router}:{r.model}:{r.to_state}:{r.time:.6f}"
+                key = r.key or f"live:{r.scope or r.machine}:{r.router}:{r.model}:{r.to_state}:{r.time:.6f}"
                 had = db.execute("SELECT detail FROM transitions WHERE key = ?", (key,)).fetchone()
                 if had is None:
                     db.execute(
                         "INSERT INTO transitions (time, machine, router, model, from_state, to_state, reason, detail,"
-                        " key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (r.time, r.machine, r.router, r.model, r.from_state, r.to_state, r.reason, r.detail, key),
+                        " key, scope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (*r[:8], key, r.scope),  # time, machine ... detail as HistoryRow orders them
                     )
                     new += 1
                 elif len(r.detail) > len(had[0]):
@@ -205,9 +221,9 @@ class HistoryStore:
     @staticmethod
     def _recorded(db: sqlite3.Connection, r: HistoryRow) -> bool:
         row = db.execute(
-            "SELECT 1 FROM transitions WHERE time BETWEEN ? AND ? AND machine = ? AND router = ? AND model = ?"
-            " AND from_state = ? AND to_state = ? LIMIT 1",
-            (r.time - SAME_EVENT_WITHIN, r.time + SAME_EVENT_WITHIN, r.machine, r.router, r.model,
+            "SELECT 1 FROM transitions WHERE time BETWEEN ? AND ? AND (scope = ? OR scope = '' AND machine = ?)"
+            " AND router = ? AND model = ? AND from_state = ? AND to_state = ? LIMIT 1",
+            (r.time - SAME_EVENT_WITHIN, r.time + SAME_EVENT_WITHIN, r.scope, r.machine, r.router, r.model,
              r.from_state, r.to_state),
         ).fetchone()  # fmt: skip
         return row is not None
@@ -216,20 +232,28 @@ class HistoryStore:
         """This llamaherd asked (load, unload, start, stop): a later transition it explains says who asked."""
         now = self._now()
 
+        where = self._requests_key(machine)
+
         def put(db: sqlite3.Connection) -> None:
-            db.execute("INSERT INTO requests VALUES (?, ?, ?, ?, ?)", (now, machine, model, action, by))
+            db.execute("INSERT INTO requests VALUES (?, ?, ?, ?, ?)", (now, where, model, action, by))
 
         await self._call(put)
+
+    def _requests_key(self, machine: str) -> str:
+        """Requests are noted by the router's scope where this store knows it: a config naming the router otherwise
+        still finds who asked (else its read of the log put "load asked" over "by command `llamaherd load`")."""
+        return next((sc for sc, name in (self.names or {}).items() if name == machine), machine)
 
     # ---- reading ----
 
     async def requests(self, machine: str, since: float) -> list[tuple[float, str, str, str]]:
         """(time, model, action, by) of the requests noted for a machine since then, oldest first."""
+        where = self._requests_key(machine)
 
         def get(db: sqlite3.Connection) -> list[tuple[float, str, str, str]]:
             cur = db.execute(
                 "SELECT time, model, action, by FROM requests WHERE machine = ? AND time >= ? ORDER BY time",
-                (machine, since),
+                (where, since),
             )
             return [(float(t), str(m), str(a), str(b)) for t, m, a, b in cur]
 
@@ -238,10 +262,11 @@ class HistoryStore:
     async def query(self, since: float | None = None, machine: str | None = None, model: str | None = None,
                     reason: str | None = None, limit: int = QUERY_LIMIT) -> list[HistoryRow]:  # fmt: skip
         """Rows oldest first, filtered; the newest `limit` when there are more."""
-        cols = "time, machine, router, model, from_state, to_state, reason, detail, ''"
+        cols = "time, machine, router, model, from_state, to_state, reason, detail, '', scope"
 
         def get(db: sqlite3.Connection) -> list[HistoryRow]:
-            return list(map(HistoryRow._make, _select(db, cols, since, machine, model, reason, limit)))
+            cur = _select(db, cols, self.names, since, machine, model, reason, limit)
+            return list(map(HistoryRow._make, cur))
 
         return await self._call(get)
 
@@ -254,7 +279,10 @@ class HistoryStore:
         json_object per row), fetching one Python string a row ~90 ms more, the joined bytes ~55 ms in all."""
 
         def get(db: sqlite3.Connection) -> bytes:
-            got = _select(db, f"{_STORED_LINE} AS c", since, machine, model, reason, limit, outer=_JOINED).fetchone()
+            # The stored line names the machine as its recorder's config did: changed only where this one differs.
+            renamed = f"CASE WHEN recorded = machine THEN {_STORED_LINE} ELSE {_RENAMED_LINE} END"
+            line = f"{_STORED_LINE if self.names is None else renamed} AS c"
+            got = _select(db, line, self.names, since, machine, model, reason, limit, outer=_JOINED).fetchone()
             return bytes(got[0]) + b"\n" if got and got[0] else b""
 
         return await self._call(get)
@@ -267,26 +295,27 @@ class HistoryStore:
 
         def get(db: sqlite3.Connection) -> bytes:
             outer = "max(w0), max(w1), max(w2), max(w3), max(w4)"
-            widest = _select(db, _WIDTHS, since, machine, model, reason, limit, outer=outer).fetchone()
+            widest = _select(db, _WIDTHS, self.names, since, machine, model, reason, limit, outer=outer).fetchone()
             if widest is None or widest[0] is None:
                 return b""
             w = [max(len(h), int(n)) for h, n in zip(TABLE_HEAD, widest, strict=False)]
             cells = "  ".join(f"%!-{n}s" for n in w) + "  %s"
             line = f"rtrim(printf('{cells}', {_TABLE_CELLS})) AS c"
             head = "  ".join([*(h.ljust(n) for h, n in zip(TABLE_HEAD, w, strict=False)), TABLE_HEAD[-1]])
-            got = _select(db, line, since, machine, model, reason, limit, outer=_JOINED).fetchone()
+            got = _select(db, line, self.names, since, machine, model, reason, limit, outer=_JOINED).fetchone()
             return head.encode() + b"\n" + bytes(got[0]) + b"\n"
 
         return await self._call(get)
 
     async def latest_per_model(self, since: float) -> list[HistoryRow]:
         """Each model's newest transition since then (one row per machine and model)."""
-        cols = "max(time), machine, router, model, from_state, to_state, reason, detail, ''"
+        cols = "max(time), machine, router, model, from_state, to_state, reason, detail, '', scope"
 
         def get(db: sqlite3.Connection) -> list[HistoryRow]:
             # SQLite gives the other columns of the row that holds the max().
+            src = _source(self.names)
             cur = db.execute(
-                f"SELECT {cols} FROM transitions WHERE time >= ? AND model != '' GROUP BY machine, model", (since,)
+                f"SELECT {cols} FROM {src} WHERE time >= ? AND model != '' GROUP BY machine, model", (since,)
             )
             return list(map(HistoryRow._make, cur))
 
@@ -315,13 +344,38 @@ _WIDTHS = (
 _JOINED = "CAST(group_concat(c, char(10)) AS BLOB)"
 # A row stored before lines were (line = ''): made when read.
 _STORED_LINE = f"CASE WHEN line != '' THEN line ELSE {_JSON_OBJECT} END"
+# The stored line with the machine as the reading config names it.
+_RENAMED_LINE = f"json_set({_STORED_LINE}, '$.machine', machine)"
 
 
-def _select(db: sqlite3.Connection, cols: str, since: float | None, machine: str | None, model: str | None,
-            reason: str | None, limit: int, outer: str = "") -> sqlite3.Cursor:  # fmt: skip
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+_COLUMNS = "time, key, router, model, from_state, to_state, reason, detail, line, scope"
+
+
+def _source(names: Mapping[str, str] | None) -> str:
+    """The rows a store reads, as a table: those of the routers in `names` under the names given there; with no
+    `names`, every row as recorded. The names are the reading config's own (no quote survives
+    _literal); a parameter cannot stand here, as the source comes before the query's other parameters."""
+    if names is None:
+        return "transitions"
+    if not names:
+        return f"(SELECT {_COLUMNS}, machine, machine AS recorded FROM transitions WHERE 0)"
+    cases = " ".join(f"WHEN {_literal(sc)} THEN {_literal(n)}" for sc, n in names.items())
+    scopes = ", ".join(_literal(sc) for sc in names)
+    shown = f"CASE scope {cases} END AS machine, machine AS recorded"
+    return f"(SELECT {_COLUMNS}, {shown} FROM transitions WHERE scope IN ({scopes}))"
+
+
+def _select(db: sqlite3.Connection, cols: str, names: Mapping[str, str] | None, since: float | None,
+            machine: str | None, model: str | None, reason: str | None, limit: int,
+            outer: str = "") -> sqlite3.Cursor:  # fmt: skip
     """The newest `limit` rows that match, oldest first (`outer`: one row, that aggregate of their `cols`). The
     rows are stored in time order, so this is one range read in order: the time of the limit-th newest row is found
     first (sorting 100,000 rows cost more than reading them)."""
+    src = _source(names)
     where: list[str] = ["1"]
     args: list[object] = []
     for col, val in (("machine", machine), ("model", model), ("reason", reason)):
@@ -332,12 +386,12 @@ def _select(db: sqlite3.Connection, cols: str, since: float | None, machine: str
         where.append("time >= ?")
         args.append(since)
     cond = " AND ".join(where)
-    newest = f"SELECT time FROM transitions WHERE {cond} ORDER BY time DESC LIMIT 1 OFFSET ?"
+    newest = f"SELECT time FROM {src} WHERE {cond} ORDER BY time DESC LIMIT 1 OFFSET ?"
     row = db.execute(newest, (*args, limit - 1)).fetchone()
     if row is not None:
         cond += " AND time >= ?"
         args.append(row[0])
-    rows = f"SELECT {cols} FROM transitions WHERE {cond} ORDER BY time"
+    rows = f"SELECT {cols} FROM {src} WHERE {cond} ORDER BY time"
     return db.execute(f"SELECT {outer} FROM ({rows})" if outer else rows, args)
 
 
@@ -348,4 +402,4 @@ def _shown(r: HistoryRow) -> HistoryRow:
     if all(visible(f) == f for f in fields):
         return r
     machine, router, model, detail = (visible(f) for f in fields)
-    return HistoryRow(r.time, machine, router, model, r.from_state, r.to_state, r.reason, detail, r.key)
+    return HistoryRow(r.time, machine, router, model, r.from_state, r.to_state, r.reason, detail, r.key, r.scope)

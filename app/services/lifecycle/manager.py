@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import posixpath
 import signal
 import time
@@ -19,10 +20,11 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 
 from app.config import MachineConfig
-from app.services.core.errors import LifecycleError
+from app.services.core.errors import LifecycleError, WriteFailed
 from app.services.core.router_types import RouterState
 from app.services.hosts.transport import Transport, pick_free_port
 from app.services.lifecycle.api_key import KEY_ENV, key_from_env, new_key, parse_key_file
+from app.services.lifecycle.hub_env import TOKEN_ENV, TOKEN_FILE, HubEnv, hub_env, token_stdin, token_write_argv
 from app.services.lifecycle.llama_server_binary import find_llama_server, program_not_found
 from app.services.lifecycle.look_request import (
     CONFIRMED,
@@ -35,6 +37,7 @@ from app.services.lifecycle.look_request import (
     write_then_signal_argv,
 )
 from app.services.lifecycle.looker import RouterLooker
+from app.services.lifecycle.new_preset import new_preset_text
 from app.services.lifecycle.record import RouterRecord as RouterRecord
 from app.services.lifecycle.record import RouterStatus as RouterStatus
 from app.services.lifecycle.start_prepare import (
@@ -56,7 +59,6 @@ LOCK_STALE_AFTER = 60.0
 # 0755; the log 0600. Positional parameters: router dir, llamaherd dir, routers dir, log.
 _PRIVATE_DIRS = 'umask 077 && mkdir -p -- "$1" && chmod 700 -- "$2" "$3" "$1" && { [ ! -e "$4" ] || chmod 600 "$4"; }'
 _LOCK_TAKEN = 3
-EMPTY_PRESET = "; models.ini for llama-server router mode, written by llamaherd.\n; One [section] per model.\n[*]\n"
 
 # One asyncio lock per (transport, router) in this process; the mkdir lock on the machine covers other processes.
 _local_locks: dict[tuple[int, str], asyncio.Lock] = {}
@@ -183,8 +185,8 @@ class RouterManager(RouterLooker):
             self._looked_key = None
             port = self.machine.router_port or pick_free_port(prepared.used_ports)
             before = prepared.log
-            if not self.machine.preset and prepared.preset is None:
-                await t.write_file_atomic(preset, EMPTY_PRESET.encode(), mode=0o600)
+            if prepared.preset is None:
+                await self._new_preset(preset)
         else:
             # Independent steps asked together: over ssh the agent answers them in parallel, one round trip.
             # Starting a new router is what clears the old record.
@@ -199,7 +201,9 @@ class RouterManager(RouterLooker):
             *self.machine.extra_args,
         )  # fmt: skip
         offset = before.size if before else 0  # what this start writes comes after this point of the log
-        pid = await t.spawn_detached(list(argv), log_path=log, env_files={KEY_ENV: await self.key_path()})
+        hub, env_files = await self._hub_env()
+        env_files[KEY_ENV] = await self.key_path()
+        pid = await t.spawn_detached(list(argv), log_path=log, env=hub.env, env_files=env_files)
         if not t.is_local:  # the channel for the first /health opened now, before its client is even made
             t.warm_forward(await t.forward_port(port))
         started = await t.process_start(pid)
@@ -209,6 +213,7 @@ class RouterManager(RouterLooker):
             pid=pid, start_time=started.epoch, port=port, program=program, preset=preset, log=log,
             state=RouterState.STARTING, started_at=time.time(), argv=argv, models_max=self.machine.models_max,
             requires_key=True, boot_id=started.boot_id, since_boot=started.since_boot, log_offset=offset,
+            hub=hub.applied,
         )  # fmt: skip
         # The record is written while the process is first looked at (one round trip over ssh, not two), and the
         # first /health is asked meanwhile (its answer is taken only once the process was seen alive). The two
@@ -253,6 +258,23 @@ class RouterManager(RouterLooker):
             f"llama-server did not answer /health within {HEALTH_TIMEOUT:.0f} s", await self._new_log(log, offset)
         )
 
+    async def _hub_env(self) -> tuple[HubEnv, dict[str, str]]:
+        """The hub settings for a start, the token (if any) written to its 0600 file beside the key: the spawn
+        script reads it into HF_TOKEN, so it is in no argv here or there."""
+        m = self.machine
+        cache = await self.transport.expand(m.hub_cache) if m.hub_cache else None
+        token = os.environ.get(m.hub_token_env) if m.hub_token_env else None
+        hub = hub_env(m, token, cache)
+        if hub.token is None:
+            return hub, {}
+        path = posixpath.join(await self.state_dir(), TOKEN_FILE)
+        # Through the write script's stdin: write_file_atomic may pass small contents as an argument, which `ps`
+        # shows to every user of the serving machine while it runs.
+        res = await self.transport.run(token_write_argv(path), input=token_stdin(hub.token))
+        if not res.ok:
+            raise LifecycleError(f"cannot write the hub token file on {m.name} ({path})")
+        return hub, {TOKEN_ENV: path}
+
     async def _confirm_running(self, rec: RouterRecord) -> bool | None:
         """Over ssh, one request instead of three: the pid still that process, then the record "running", then
         the start lock released (lifecycle/look_request.py). Whether it was that process; None where this is not done
@@ -279,8 +301,19 @@ class RouterManager(RouterLooker):
         return self.machine.router_port or await self.transport.free_port()
 
     async def _default_preset(self, preset: str) -> None:
-        if not self.machine.preset and await self.transport.stat(preset) is None:
-            await self.transport.write_file_atomic(preset, EMPTY_PRESET.encode(), mode=0o600)
+        if await self.transport.stat(preset) is None:
+            await self._new_preset(preset)
+
+    async def _new_preset(self, preset: str) -> None:
+        """A preset file that does not exist, the default one or the one `preset =` names, is made before the
+        router is spawned (llama-server exits without it); one that cannot be made stops the start, saying why."""
+        text = new_preset_text(self.machine.name, self.machine.router)
+        try:
+            await self.transport.write_file_atomic(preset, text.encode(), mode=0o600)
+        except WriteFailed as e:
+            raise LifecycleError(
+                f"the preset file {preset} does not exist on {self.machine.name}, and it could not be made: {e.cause}"
+            ) from None
 
     def literal_program(self) -> str | None:
         """The program as the far side will run it, when that needs nothing read there first (no ~ or $ in it)."""

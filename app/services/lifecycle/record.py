@@ -33,6 +33,9 @@ class RouterRecord:
     # Where this run's lines begin in the log (its size when the run started; the log is appended to): the history
     # reads this run from there, not the last 64 MB of every run before it. None in an older llamaherd's record.
     log_offset: int | None = None
+    # What the router was given for downloads (lifecycle/hub_env.py: hub, cache, whether a token): None in a record
+    # of a router started without them (an older llamaherd), which an adopting run then says.
+    hub: str | None = None
 
     @property
     def started(self) -> ProcStart:
@@ -63,6 +66,8 @@ class RouterRecord:
             off = d.get("log_offset")
             if isinstance(off, bool) or not isinstance(off, int | None) or (off is not None and off < 0):
                 d.pop("log_offset", None)  # not what we wrote: the run is found by reading the log's end
+            if not isinstance(d.get("hub"), str | None):
+                d.pop("hub", None)
             d["state"] = RouterState(d.get("state", RouterState.RUNNING))
             return RouterRecord(**d)
         except (ValueError, TypeError):

@@ -8,13 +8,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from app.config import MachineConfig
 from app.services.core.backoff import Backoff
-from app.services.core.errors import HerdError, RouterError, RouterNotRunning, TransportError
+from app.services.core.download_meter import DownloadMeters
+from app.services.core.errors import HerdError, ModelFailed, RouterError, RouterNotRunning, TransportError
 from app.services.core.fleet_events import (
     FleetEvent,
     HostStatsChanged,
@@ -29,6 +31,8 @@ from app.services.core.fleet_events import (
 from app.services.core.host_types import Connection
 from app.services.core.log_lines import SKIPPED_SOURCE
 from app.services.core.router_types import (
+    DownloadProgressEvent,
+    DownloadResultEvent,
     ModelInfo,
     ModelListEvent,
     ModelState,
@@ -63,6 +67,9 @@ LOG_FLUSH_EVERY = 0.1
 LOG_PARSE_PER_FLUSH = 500
 LOG_FIRST_LINES = 200
 FAILURE_LOG_LINES = 8
+# A downloading row is told at most this often: the router sends ~7 progress events a second at 50 MB/s, and
+# each one repainted the dashboard (bench/pull_cost.py); the newest figures are told within this, never dropped.
+DOWNLOAD_ROW_EVERY = 0.25
 STREAM_STABLE_AFTER = 5.0  # a stream up at least this long resets the reconnect backoff
 CLOSE_WAIT = 3.0  # how long closing waits for each step (the followers, then the router client)
 
@@ -100,6 +107,9 @@ class Machine:
         self.models: dict[str, ModelInfo] = {}
         self.logs = Scrollback(log_capacity)
         self.attributor = LogAttributor()
+        self.downloads = DownloadMeters()  # bytes, rate and time left of the models downloading here
+        self._download_told: dict[str, float] = {}  # model -> when its row was last told (DOWNLOAD_ROW_EVERY)
+        self._download_due: dict[str, asyncio.TimerHandle] = {}
         self.view = MachineView(
             name=cfg.name,
             host=cfg.host,
@@ -300,6 +310,8 @@ class Machine:
     async def _apply(self, ev: RouterEvent) -> None:
         if isinstance(ev, ModelListEvent):
             self._apply_list(ev.models)
+        elif isinstance(ev, DownloadProgressEvent | DownloadResultEvent):
+            self._apply_download(ev)
         elif isinstance(ev, ModelStatusEvent):
             self._apply_status(ev)
             if ev.status is ModelState.FAILED:
@@ -321,6 +333,33 @@ class Machine:
         if new != old:
             self.models[ev.model] = new
             self.emit(ModelsUpdated(self.name, (new,)))  # the list itself is sent on a list read only
+
+    def _apply_download(self, ev: DownloadProgressEvent | DownloadResultEvent) -> None:
+        """A downloading row carries its progress (the list has none), whoever asked for the download."""
+        if isinstance(ev, DownloadResultEvent):
+            self.downloads.forget(ev.model)
+            self._download_told.pop(ev.model, None)
+            due = self._download_due.pop(ev.model, None)
+            if due is not None:
+                due.cancel()
+            return
+        old = self.models.get(ev.model) or first_sight(ev.model)
+        progress = self.downloads.update(ev.model, ev.done, ev.total)
+        self.models[ev.model] = dataclasses.replace(old, state=ModelState.DOWNLOADING, download=progress)
+        wait = self._download_told.get(ev.model, -DOWNLOAD_ROW_EVERY) + DOWNLOAD_ROW_EVERY - time.monotonic()
+        if wait <= 0:
+            self._tell_download(ev.model)
+        elif ev.model not in self._download_due:
+            self._download_due[ev.model] = asyncio.get_running_loop().call_later(wait, self._tell_download, ev.model)
+
+    def _tell_download(self, model: str) -> None:
+        self._download_due.pop(model, None)
+        m = self.models.get(model)
+        if m is None or m.state is not ModelState.DOWNLOADING:
+            self._download_told.pop(model, None)
+            return
+        self._download_told[model] = time.monotonic()
+        self.emit(ModelsUpdated(self.name, (m,)))
 
     async def model_log_tail(self, model: str, n: int = FAILURE_LOG_LINES) -> list[str]:
         """The model's own last log lines (its child's output), read from the log on the serving machine."""
@@ -344,7 +383,8 @@ class Machine:
         msg = f"{model} failed to load on {self.name} (exit code {exit_code})"
         if tail:
             msg += "\n" + "\n".join(tail)
-        self.emit(Problem(self.name, msg, model=model))
+        # typed, so that the card keeps it only while the router lists the model as failed
+        self.emit(Problem(self.name, msg, model=model, error=ModelFailed(model, exit_code, tail)))
 
     # ---- host stats ----
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from app.services.core.errors import PresetError
+from app.services.core.errors import PresetError, PresetInputError
 from app.services.presets.ini_text import check_key, check_section_name, normalise_value
 
 FieldKind = Literal["int", "bool", "choice", "path", "text", "list"]
@@ -282,7 +282,7 @@ def field_for(key: str) -> PresetField | None:
 
 def _refuse(field: PresetField | None, key: str, why: str) -> PresetError:
     name = f"{field.label} ({field.key})" if field else key
-    return PresetError(f"{name}: {why}", key=key, field=field.key if field else None)
+    return PresetInputError(f"{name}: {why}", key=key, field=field.key if field else None)
 
 
 def validate_value(field_or_key: PresetField | str, value: str) -> str:
@@ -358,7 +358,7 @@ def validate_key(key: str, known_keys: frozenset[str] | None = None) -> str:
     """A key the router will accept; with `known_keys` (from `known_keys_from_help`), one it knows."""
     check_key(key)
     if known_keys is not None and key not in known_keys and key not in PRESET_ONLY_KEYS:
-        raise PresetError(
+        raise PresetInputError(
             f"key {key!r} is not an option of this llama-server: "
             "one unknown key makes the router refuse the whole file",
             key=key,

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from app.services.core.errors import PresetError, SectionExists
+from app.services.core.errors import PresetInputError, SectionExists
 
 GLOBAL_SECTION = "*"
 """`[*]`: cascaded under every model of every source (INI, models-dir, cache)."""
@@ -360,7 +360,7 @@ def _insert_line(lines: list[Line], after: int, text: str, eol: str) -> list[Lin
 
 def check_key(key: str) -> str:
     if not _KEY_RE.fullmatch(key):
-        raise PresetError(
+        raise PresetInputError(
             f"key {key!r}: a key is a letter or '_' followed by letters, digits, '_', '.' or '-'", key=key
         )
     return key
@@ -370,21 +370,38 @@ def normalise_value(value: str) -> str:
     """The value as the router would read it back; refuses what the INI format cannot hold."""
     for char in _FORBIDDEN_VALUE_CHARS:
         if char in value:
-            raise PresetError(
+            raise PresetInputError(
                 f"value {value!r}: values cannot contain ';', '#' or a line break: the INI format has no quoting"
             )
     return value.strip(" \t")
 
 
+_NOT_IN_SECTION_NAMES = frozenset(";#[]=\"'")
+
+
 def check_section_name(name: str) -> str:
     if not name:
-        raise PresetError("section name is empty")
+        raise PresetInputError("section name is empty")
     if "]" in name:
-        raise PresetError(f"section name {name!r} cannot contain ']'")
+        raise PresetInputError(f"section name {name!r} cannot contain ']'")
     if "\n" in name or "\r" in name:
-        raise PresetError(f"section name {name!r} cannot contain a line break")
+        raise PresetInputError(f"section name {name!r} cannot contain a line break")
     if name != name.strip():
-        raise PresetError(f"section name {name!r} cannot begin or end with blanks")
+        raise PresetInputError(f"section name {name!r} cannot begin or end with blanks")
+    return name
+
+
+def check_new_model_name(name: str) -> str:
+    """A section this edit makes (a new model): its name is the model's name in requests and in the router's log
+    lines, where a blank, ';' or '#' (a comment to an INI reader), '[' or '=' made a model whose lines showed its
+    port (`[36547]`) instead. A section the file already has keeps its name, whatever it is (it is edited as text)."""
+    check_section_name(name)
+    bad = sorted({c for c in name if c.isspace() or c in _NOT_IN_SECTION_NAMES or not c.isprintable()})
+    if bad and name != GLOBAL_SECTION:
+        shown = ", ".join(repr(c) for c in bad)
+        raise PresetInputError(
+            f"section name {name!r} cannot contain {shown}: a model's name is letters, digits and . _ - : / @ +"
+        )
     return name
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 
-from app.services.core.errors import PresetError
+from app.services.core.errors import PresetInputError
 from app.services.presets.fields import (
     FALSEY,
     FIELDS,
@@ -31,7 +31,7 @@ def resolve_mmproj(value: str, model_path: str | None) -> str:
     if not value or value == OFF or "/" in value:
         return value
     if not model_path or "/" not in model_path:
-        raise PresetError(
+        raise PresetInputError(
             f"Projector (mmproj): {value!r} is a bare file name, meant to sit beside the model's weights, but this "
             "section does not name the model file: give the projector's full path",
             field="mmproj",
@@ -122,7 +122,7 @@ def apply_form(
     for key, raw in form.items():
         field = FIELDS_BY_KEY.get(key)
         if field is None:
-            raise PresetError(f"{key!r} is not a field of the settings form", key=key)
+            raise PresetInputError(f"{key!r} is not a field of the settings form", key=key)
         value = validate_value(field, raw)
         for other in field.synonyms + field.negatives:
             out.pop(other, None)

@@ -25,7 +25,7 @@ from app.services.machine.machine import Machine
 from app.services.presets.accepted_keys import known_keys_from_help
 from app.services.presets.diff import changed_sections, unified_diff
 from app.services.presets.fields import validate_key, validate_section_name, validate_value
-from app.services.presets.ini_text import GLOBAL_SECTION, PresetDoc
+from app.services.presets.ini_text import GLOBAL_SECTION, PresetDoc, check_new_model_name
 from app.services.presets.lock import preset_lock
 from app.services.presets.sections import validate_mapping
 from app.services.presets.write_once import backup_then_write, fits
@@ -268,7 +268,9 @@ class PresetStore:
         """Keep the BACKUPS_KEPT newest backups, `newest` (just written, or being written) among them."""
         folder, base = posixpath.split(preset)
         files = await self.transport.list_files([folder], pattern=f"{base}.bak-*", max_depth=1)
-        pattern = re.compile(re.escape(base) + r"\.bak-\d{8}-\d{6}-\d{3}$")
+        # Backups named before the milliseconds were added (`.bak-YYYYMMDD-HHMMSS`) count too: they were never
+        # pruned, so every save from the dashboard seemed to leave one more. Their names sort in time order either way.
+        pattern = re.compile(re.escape(base) + r"\.bak-\d{8}-\d{6}(-\d{3})?$")
         backups = sorted({newest, *(f.path for f in files if pattern.match(posixpath.basename(f.path)))})
         await asyncio.gather(*(self.transport.remove(old) for old in backups[:-BACKUPS_KEPT]))
 
@@ -281,6 +283,8 @@ def set_keys(section: str, values: Mapping[str, str], known: frozenset[str] | No
     checked = {validate_key(k, known): validate_value(k, v) for k, v in values.items()}
 
     def edit(doc: PresetDoc) -> PresetDoc:
+        if not doc.has_section(section):
+            check_new_model_name(section)
         for k, v in checked.items():
             doc = doc.set_key(section, k, v) if v else doc.unset_key(section, k)
         return doc
@@ -302,11 +306,17 @@ def unset_keys(section: str, keys: list[str]) -> Edit:
 def replace_section(section: str, values: Mapping[str, str], known: frozenset[str] | None) -> Edit:
     validate_section_name(section)
     checked = validate_mapping(values, known)
-    return lambda doc: doc.replace_section(section, checked)
+
+    def edit(doc: PresetDoc) -> PresetDoc:
+        if not doc.has_section(section):
+            check_new_model_name(section)
+        return doc.replace_section(section, checked)
+
+    return edit
 
 
 def add_section(section: str, values: Mapping[str, str], known: frozenset[str] | None) -> Edit:
-    validate_section_name(section)
+    check_new_model_name(section)  # "Add as" in model files and `preset add --name`
     checked = validate_mapping(values, known)
 
     def edit(doc: PresetDoc) -> PresetDoc:

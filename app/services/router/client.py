@@ -16,6 +16,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from app.services.core.bounded import MAX_JSON_BYTES, read_capped, read_head
+from app.services.core.connect_cause import connect_failure
 from app.services.core.errors import (
     AuthRefused,
     BadAnswer,
@@ -86,6 +87,8 @@ class RouterClient:
         self._round_trip = round_trip  # the link's measured round trip in seconds (ssh), None locally
         self.name = name or self.base_url
         """Who the router is in messages: the machine's name where known."""
+        self.api_key = api_key
+        """The key this client sends (for a hook's or plugin's environment: never a command line, never a log)."""
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._headers = headers
         tls = _tls_for(self.base_url)
@@ -224,6 +227,15 @@ class RouterClient:
     async def unload(self, model: str) -> None:
         await self._json("POST", "/models/unload", json={"model": model})
 
+    async def download(self, repo: str) -> None:
+        """POST /models: the router starts a download child for `user/repo[:QUANT]` into its cache and answers at
+        once; what happens next is only in its events and its log (hub/pull.py follows both)."""
+        await self._json("POST", "/models", json={"model": repo})
+
+    async def remove(self, model: str, timeout: float | None = None) -> None:
+        """DELETE /models?model=ID: a cache model's files removed (it is stopped first, and waited for)."""
+        await self._json("DELETE", f"/models?model={quote(model, safe='')}", timeout=timeout)
+
     async def model_props(self, model: str) -> ModelProps:
         """The loaded child's own /props, without loading it (autoload=false)."""
         path = f"/props?model={quote(model, safe='')}&autoload=false"
@@ -268,6 +280,35 @@ class RouterClient:
             raise RouterUnreachable(f"GET {self.base_url}{path}: {transport_reason(e)}") from None
         return cm, resp
 
+    async def post_stream(self, path: str, body: bytes, headers_within: float) -> tuple[Any, httpx.Response]:
+        """A POST whose answer is read as it comes (a streamed completion): its context manager and its 2xx answer,
+        once the headers are in within `headers_within` seconds (plus the link's round trips). A 4xx/5xx answer is
+        read (its head) and raised as the router's refusal. No read timeout: the caller bounds the body."""
+        where = f"{self.name}: POST {path}"
+        bound = self.bound(headers_within)
+        cm = self._http.stream(
+            "POST",
+            path,
+            content=body,
+            headers={"Content-Type": "application/json"},
+            timeout=httpx.Timeout(bound, read=None),
+        )
+        try:
+            resp = await within(cm.__aenter__(), bound)
+        except (TimeoutError, httpx.TimeoutException):
+            raise RouterNotAnswering(f"{where}: no answer within {bound:g} s (sent; not answering)") from None
+        except httpx.TransportError as e:
+            raise RouterUnreachable(f"POST {self.base_url}{path}: {transport_reason(e)}") from None
+        if resp.status_code >= 400:
+            try:
+                head = await within(read_head(resp), bound)
+            except (TimeoutError, httpx.HTTPError):
+                head = ""
+            finally:
+                await cm.__aexit__(None, None, None)
+            raise refusal(resp, head, "POST", path.split("?", 1)[0])
+        return cm, resp
+
 
 def _decoded(resp: httpx.Response, body: bytes, name: str, method: str, path: str) -> Any:
     try:
@@ -288,8 +329,6 @@ def refusal(resp: httpx.Response, body: str, method: str, path: str) -> RouterRe
 
 
 def transport_reason(e: BaseException) -> str:
-    """An httpx failure in words, a refused connection said so."""
-    text = str(e) or type(e).__name__
-    if "Connection refused" in text or "connect" in type(e).__name__.lower():
-        return f"connection refused ({text})" if "refused" not in text else text
-    return text
+    """An httpx failure in words, its cause first (refused, timed out, no route, name not resolved, TLS): every
+    ConnectError used to be called "connection refused", and a card's "not answering" hid which it was."""
+    return connect_failure(e)

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 
 from app.services.core.bounded import MAX_ERROR_BYTES, mib
+from app.services.core.connect_cause import connect_failure
 from app.services.core.errors import AnswerTooBig, BadAnswer, RouterNotAnswering, RouterRefused, RouterUnreachable
 from app.services.router.parse import error_message
 
@@ -55,7 +56,7 @@ async def plain_get(
     except TimeoutError:
         raise RouterNotAnswering(f"{what}: router not answering (no answer within {timeout:g} s)") from None
     except (OSError, asyncio.IncompleteReadError) as e:
-        raise RouterUnreachable(f"{what}: {e or type(e).__name__}") from None
+        raise RouterUnreachable(f"{what}: {connect_failure(e)}") from None
     return _body_or_refused(status, body, path)
 
 
@@ -89,7 +90,7 @@ class KeptGet:
             raise RouterNotAnswering(f"{what}: router not answering (no answer within {timeout:g} s)") from None
         except (OSError, asyncio.IncompleteReadError) as e:
             self.close()
-            raise RouterUnreachable(f"{what}: {e or type(e).__name__}") from None
+            raise RouterUnreachable(f"{what}: {connect_failure(e)}") from None
         except BaseException:
             self.close()  # a malformed answer, a cancel: what is left on the connection is unknown
             raise

@@ -25,6 +25,8 @@ def fold_list(known: Mapping[str, ModelInfo], models: Iterable[ModelInfo]) -> di
             keep: dict[str, object] = {}
             if m.state is ModelState.LOADING and old.progress is not None:
                 keep["progress"] = old.progress
+            if m.state is ModelState.DOWNLOADING and old.download is not None:
+                keep["download"] = old.download
             for f in _META:
                 if getattr(m, f) is None and getattr(old, f) is not None:
                     keep[f] = getattr(old, f)

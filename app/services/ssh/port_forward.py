@@ -25,6 +25,8 @@ MAX_FORWARDS = 4
 # A channel opened ahead (warm) is taken by the next connection within this many seconds, else closed: the router
 # gives an idle connection a few seconds before it drops it.
 WARM_FOR = 3.0
+# Channels kept open ahead per forward: a status asks /health and /models at once, two connections.
+WARM_MAX = 2
 Channel = tuple[asyncssh.SSHReader[bytes], asyncssh.SSHWriter[bytes]]
 
 
@@ -36,8 +38,7 @@ class _Forward:
         self.server: asyncio.Server | None = None
         self.local_port = 0
         self.writers: set[Writer] = set()
-        self.warm: asyncio.Future[Channel] | None = None  # a channel opened ahead for the next connection
-        self.warm_since = 0.0
+        self.warm: list[asyncio.Future[Channel]] = []  # channels opened ahead for the next connections
 
 
 class PortForwards:
@@ -48,23 +49,24 @@ class PortForwards:
 
     def warm(self, local_port: int) -> None:
         """Open a channel now for the next connection to `local_port` (a request about to be sent once something
-        else is done): it then costs one round trip, not two (channel open, then the request)."""
+        else is done): it then costs one round trip, not two (channel open, then the request). Asked again, one
+        more, up to WARM_MAX, for requests sent together."""
         fwd = next((f for f in self._forwards.values() if f.local_port == local_port), None)
-        if fwd is None or fwd.warm is not None:
+        if fwd is None or len(fwd.warm) >= WARM_MAX:
             return
-        loop = asyncio.get_running_loop()
-        fwd.warm, fwd.warm_since = asyncio.ensure_future(self._open_channel(fwd.remote_port)), loop.time()
-        fwd.warm.add_done_callback(lambda f: f.cancelled() or f.exception())
-        loop.call_later(WARM_FOR, self._cool, fwd, fwd.warm)
+        warm = asyncio.ensure_future(self._open_channel(fwd.remote_port))
+        warm.add_done_callback(lambda f: f.cancelled() or f.exception())
+        fwd.warm.append(warm)
+        asyncio.get_running_loop().call_later(WARM_FOR, self._cool, fwd, warm)
 
     @staticmethod
     def _cool(fwd: _Forward, warm: asyncio.Future[Channel]) -> None:
-        if fwd.warm is warm:  # not taken in time
-            fwd.warm = None
+        if warm in fwd.warm:  # not taken in time
+            fwd.warm.remove(warm)
             _drop(warm)
 
     async def _channel(self, fwd: _Forward) -> Channel:
-        warm, fwd.warm = fwd.warm, None
+        warm = fwd.warm.pop(0) if fwd.warm else None
         if warm is not None:
             try:
                 return await warm
@@ -128,9 +130,9 @@ class PortForwards:
 
     def close(self) -> None:
         for fwd in self._forwards.values():
-            if fwd.warm is not None:
-                _drop(fwd.warm)
-                fwd.warm = None
+            for warm in fwd.warm:
+                _drop(warm)
+            fwd.warm.clear()
             if fwd.server is not None:
                 fwd.server.close()
             for w in list(fwd.writers):

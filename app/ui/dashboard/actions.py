@@ -21,6 +21,7 @@ from app.ui.text.format import DIM
 
 if TYPE_CHECKING:
     from textual.app import App
+    from textual.worker import WorkType
 
     from app.ui.dashboard.action_feedback import ActionNotices
     from app.ui.dashboard.repeat_failures import RepeatedFailures
@@ -81,11 +82,14 @@ class FleetActions:
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._fleet_call(
-                    f"stop the router on {machine}", machine, None, lambda: herd.fleet.stop_router(machine)
-                )
+                self.stop_router_now(machine)
 
         self._app().push_screen(ConfirmScreen(f"stop router: {machine}", body, yes="Stop"), answered)
+
+    def stop_router_now(self, machine: str) -> None:
+        """Without asking: for a caller that asked already (a bulk stop names every router in one question)."""
+        herd = self._herd()
+        self._fleet_call(f"stop the router on {machine}", machine, None, lambda: herd.fleet.stop_router(machine))
 
     def _files_offered(self, machine: str) -> bool:
         """Whether a screen on the machine's files may open; says why not when it is the router's owner."""
@@ -125,4 +129,7 @@ class FleetActions:
             if done:
                 herd.notify(done, timeout=4, markup=False)
 
-        self._app().run_worker(run(), name=what, group=f"fleet-call:{machine}", exit_on_error=False)
+        # the function, not run(): a worker cancelled before it ran (a key, then `q`) would leave a coroutine unawaited
+        self._app().run_worker(
+            cast("WorkType[None]", run), name=what, group=f"fleet-call:{machine}", exit_on_error=False
+        )

@@ -1,7 +1,7 @@
 """How a model's live activity reads in a table cell, and a machine's total on its card.
 
 The cell: a sparkline of tokens/s over the last minute (the poller keeps SPARK_POINTS figures; they are drawn in
-SPARK_CELLS cells, each the busiest of its share), the last tokens/s, and busy slots of total. A router without
+SPARK_CELLS cells, each the busiest of its share), the last tokens/s, and "slots" busy of total. A router without
 --metrics shows "—" (the machines pane says once how to enable it).
 """
 
@@ -47,7 +47,7 @@ def activity_cell(a: ModelActivity | None, g: Glyphs, narrow: bool) -> tuple[str
         parts.append(g.sparkline(figs, SPARK_CELLS, top=max(1.0, *figs)))
     parts.append("…" if tps is None else rate_text(tps))
     if a.slots_total:
-        parts.append(f"{a.slots_busy or 0}/{a.slots_total}")
+        parts.append(f"slots {a.slots_busy or 0}/{a.slots_total}")  # labelled: a bare "0/1" read as nothing
     if a.requests_deferred:
         parts.append(f"+{a.requests_deferred} queued")
     active = bool(tps) or busy > 0

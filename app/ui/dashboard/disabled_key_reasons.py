@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from app.services.core.fleet_events import MachineView
 from app.services.core.host_types import Connection
-from app.services.core.router_types import ModelInfo
+from app.services.core.router_types import ModelInfo, RouterState
 
 _NOT_OURS = {
     "start_router": "not ours to start",
@@ -29,6 +29,9 @@ def why_not(action: str, view: MachineView | None, model_id: str | None, model: 
         return f"{name} is attach-only: {_NOT_OURS[action]}"
     if view.connection is Connection.UNREACHABLE:
         return f"{name} is unreachable: {view.connection_reason or 'no answer'}"
+    if action in ("load", "unload") and view.router_state not in (RouterState.RUNNING, RouterState.ATTACHED):
+        why = f" ({view.router_reason})" if view.router_reason else ""
+        return f"{name}'s router is {view.router_state.value}{why}: nothing loads or unloads until it runs"
     if action in _MODEL_ACTIONS:
         if not model_id:
             return f"no model is selected on {name}"

@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from app.services.core.errors import HerdError
@@ -23,6 +24,7 @@ from app.ui.text.format import is_down
 
 if TYPE_CHECKING:
     from textual.app import App
+    from textual.worker import WorkType
 
     from app.ui.state.app_protocol import HerdApi
 
@@ -107,7 +109,7 @@ class FitAdvisor:
                 queued.add(key)
         if queue and machine not in self._busy:
             self._busy.add(machine)
-            work = self._drain(machine)
+            work = cast("WorkType[None]", partial(self._drain, machine))  # made when it runs: see load_asking
             self._app().run_worker(work, name=f"fit {machine}", group=f"fit:{machine}", exit_on_error=False)
 
     def request_all(self) -> None:
@@ -209,9 +211,16 @@ class FitAdvisor:
             self._decide(machine, model_id, load)
 
         name = f"fit-check {model_id}"
-        # exclusive: `l` pressed again while the first waits replaces it, so one press is one load (or one question)
-        work = estimate_then_decide()
-        self._app().run_worker(work, name=name, group=f"fit-check:{machine}", exclusive=True, exit_on_error=False)
+        # exclusive: `l` pressed again while the first waits replaces it, so one press is one load (or one question).
+        # The function, not a coroutine made now: a worker cancelled before it ran (`l` then `q` in one read) left
+        # its coroutine never awaited, and Python said so on stderr as the dashboard quit.
+        self._app().run_worker(
+            cast("WorkType[None]", estimate_then_decide),
+            name=name,
+            group=f"fit-check:{machine}",
+            exclusive=True,
+            exit_on_error=False,
+        )
 
     def _decide(self, machine: str, model_id: str, load: Callable[[str, str], None]) -> None:
         p = self.preview(machine, model_id)

@@ -47,7 +47,10 @@ class KeyedTable(VirtualTable):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "cycle_sort", "Sort", show=False, id="sort"),
         Binding("O", "reverse_sort", "Reverse sort", show=False, id="sort_reverse"),
-        Binding("escape", "clear_filter", "Clear the table's filter", show=False, id="table_clear_filter"),
+        Binding(
+            "escape", "clear_filter", "Clear the table's marks, then its filter", show=False, id="table_clear_filter"
+        ),
+        Binding("space", "toggle_mark", "Mark", show=False, id="mark"),
     ]
 
     def __init__(self, columns: Sequence[Col], glyphs: Glyphs, **kw: Any) -> None:
@@ -202,7 +205,9 @@ class KeyedTable(VirtualTable):
     def _show_sort(self) -> None:
         # In the border rather than the header: a changing header label would not resize its column.
         arrow = self.glyphs.sort_down if self.sort_reverse else self.glyphs.sort_up
-        set_border_text(self, subtitle=plain(self.filter_note() + f"sort: {self.cols[self.sort_index].label} {arrow}"))
+        marks = f"{len(self.marked)} marked (Esc unmarks) {self.glyphs.dot} " if self.marked else ""
+        sort = f"sort: {self.cols[self.sort_index].label} {arrow}"
+        set_border_text(self, subtitle=plain(marks + self.filter_note() + sort))
 
     def filter_note(self) -> str:
         if not self.filter_text:
@@ -230,9 +235,17 @@ class KeyedTable(VirtualTable):
         self._resort()
 
     def action_clear_filter(self) -> None:
+        if self.marked:
+            self.clear_marks()
+            self._show_sort()
+            return
         if not self.filter_text:
             raise SkipAction()  # nothing to clear: Esc is someone else's
         self.set_filter("")
+
+    def action_toggle_mark(self) -> None:
+        self.toggle_mark()
+        self._show_sort()
 
     def set_filter(self, text: str) -> None:
         self.filter_text = text

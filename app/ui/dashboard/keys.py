@@ -12,9 +12,10 @@ from functools import cached_property
 
 from textual.binding import Binding, BindingType
 
+from app.services.ask.vision import is_projector
 from app.services.core.fleet_events import MachineView
 from app.services.core.host_types import Connection
-from app.services.core.router_types import ModelInfo, RouterState
+from app.services.core.router_types import ModelInfo, ModelState, RouterState
 from app.ui.screens.help import HelpRow
 
 UP = (RouterState.RUNNING, RouterState.ATTACHED)
@@ -32,12 +33,18 @@ BINDINGS: list[BindingType] = [
     Binding("e", "edit_preset", "Edit", id="edit_preset"),
     Binding("E", "edit_global_preset", "Edit [*]", show=False, id="edit_global_preset"),
     Binding("m", "model_files", "Files", show=False, id="model_files"),
+    Binding("a", "ask", "Ask", show=False, id="ask"),
+    Binding("d", "hub", "Hub", show=False, id="hub"),
     Binding("g", "goto_log", "Log", id="goto_log"),
     Binding("f", "toggle_fleet", "Fleet", id="toggle_fleet"),
     Binding("h", "history", "History", show=False, id="history"),
     Binding("slash", "filter", "Filter", id="filter"),
     Binding("question_mark", "help", "Help", id="help"),
     Binding("q", "app.quit", "Quit", show=False, id="quit"),
+    Binding("colon", "command", "Command", show=False, id="command"),
+    Binding("R", "retry_machine", "Retry", show=False, id="retry_machine"),
+    Binding("c", "toggle_compact", "Compact", show=False, id="machines_compact"),
+    Binding("exclamation_mark", "problems_first", "Problems first", show=False, id="machines_problems_first"),
     *(Binding(str(n), f"pick_machine({n - 1})", f"Machine {n}", show=False, id=f"machine_{n}") for n in range(1, 10)),
 ]
 
@@ -52,20 +59,32 @@ PALETTE: dict[str, str] = {
     "edit_preset": "Edit the selected model's preset section",
     "edit_global_preset": "Edit the selected machine's [*] section (every model)",
     "model_files": "Model files of the selected machine: add one to the preset",
+    "ask": "Ask the selected model: a streamed answer, its first-token time and tokens/s",
+    "hub": "Hub: search the selected machine's hub, see each file's fit, pull one (download)",
     "toggle_fleet": "Toggle the fleet view (every model on every machine)",
     "history": "History: every load, unload, eviction and crash, and why",
     "filter": "Filter the table by text",
     "help": "Show every key",
+    "command": "Command: load MODEL on MACHINE..., unload, start, stop, retry, machine NAME, fleet, history, ask, pull",
+    "retry_machine": "Retry the selected machine now, without waiting for its reconnect backoff",
+    "machines_compact": "Machines as one line each (compact) or as cards",
+    "machines_problems_first": "Machines with trouble first (unreachable, exited, failed models), or as configured",
 }
 BINDING_HELP: dict[str, str] = {
     **PALETTE,
     "quit": "Quit (routers keep running)",
     "sort": "Sort by the next column",
     "sort_reverse": "Reverse the sort",
+    "mark": "Mark the row (and go down): l, u and x then act on every marked row, asked once",
     "log_follow": "Follow / pause the log",
     "log_level": "Levels shown: all, warnings+errors, errors",
     "log_model": "Only the selected model's lines, or all",
-    "log_search": "Search the log",
+    "log_search": "Find in the log: every line stays, the matches marked (n / N: next, previous, with a count)",
+    "log_find_next": "Next match of the find (newer)",
+    "log_find_prev": "Previous match of the find (older)",
+    "log_filter": "Filter the log: only the lines holding the words",
+    "log_copy": "Copy the log lines on screen (the find's match, when there is one) to the terminal's clipboard",
+    "log_copy_all": "Copy every log line shown (after its filters) to the terminal's clipboard",
     "machine_prev": "Previous machine",
     "machine_next": "Next machine",
     "history_close": "Close the history",
@@ -102,9 +121,23 @@ def _files(t: Target) -> bool:
     return t.has_files and t.view.managed
 
 
+RETRYABLE = (RouterState.UNREACHABLE, RouterState.EXITED, RouterState.NOT_ANSWERING)
+
 ENABLED_WHEN: dict[str, Callable[[Target], bool]] = {
-    "load": lambda t: t.model is not None and not t.model.state.running,
-    "unload": lambda t: t.model is not None and t.model.state.running,
+    "retry_machine": lambda t: t.view.connection is Connection.UNREACHABLE or t.view.router_state in RETRYABLE,
+    # Only through a router that runs: a stopped one's last list stays on screen, and `l` on it could only fail.
+    "load": lambda t: (
+        t.view.router_state in UP
+        and t.model is not None
+        and not t.model.state.running
+        and t.model.state is not ModelState.DOWNLOADING  # its file is not there yet
+    ),
+    # on a downloading row, unload is the router's cancel of the download (reference §2.5)
+    "unload": lambda t: (
+        t.view.router_state in UP
+        and t.model is not None
+        and (t.model.state.running or t.model.state is ModelState.DOWNLOADING)
+    ),
     "goto_log": lambda t: t.model is not None,
     "reload": lambda t: t.view.router_state in UP,
     "start_router": lambda t: _manageable(t.view) and t.view.router_state not in BUSY,
@@ -113,6 +146,8 @@ ENABLED_WHEN: dict[str, Callable[[Target], bool]] = {
     "edit_preset": lambda t: _files(t) and bool(t.model_id),
     "edit_global_preset": _files,
     "model_files": _files,
+    "ask": lambda t: t.model is not None and not is_projector(t.model.id) and t.view.router_state in UP,
+    "hub": lambda t: t.view.router_state in UP,  # a pull is the router's work
 }
 """Actions that depend on the target; the footer dims their keys when this says no. Others always apply."""
 

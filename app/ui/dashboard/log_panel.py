@@ -14,6 +14,7 @@ lines keep coming.
 
 from __future__ import annotations
 
+import bisect
 import re
 import time
 from collections import deque
@@ -106,6 +107,10 @@ class FilteredLines(Sequence[LogLine]):
         return self._lines[self._picked[i] - self._first]
 
 
+COPY_BOUND = 1_000_000
+"""Characters `y`/`Y` put on the clipboard at most (a terminal may refuse a longer OSC 52)."""
+
+
 class LogPanel(ScrollView, can_focus=True):
     DEFAULT_CSS = """
     LogPanel {
@@ -121,10 +126,16 @@ class LogPanel(ScrollView, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("p", "toggle_follow", "Pause", id="log_follow"),
         Binding("w", "cycle_level", "Levels", id="log_level"),
-        Binding("m", "toggle_model", "Model", id="log_model"),
+        # Not `m`: that is the model files, wherever the focus is (one meaning per key).
+        Binding("M", "toggle_model", "Model", id="log_model"),
         # The dashboard's own action, run in this key's turn: as a message to it, the prompt opened a turn late and
         # a key typed right after "/" went to the log instead ("m" toggled the model filter).
-        Binding("slash", "screen.log_search", "Search", id="log_search"),
+        Binding("slash", "screen.log_search", "Find", id="log_search"),
+        Binding("n", "find_next(1)", "Next match", show=False, id="log_find_next"),
+        Binding("N", "find_next(-1)", "Previous match", show=False, id="log_find_prev"),
+        Binding("ampersand", "screen.log_filter", "Filter", show=False, id="log_filter"),
+        Binding("y", "copy(False)", "Copy", show=False, id="log_copy"),
+        Binding("Y", "copy(True)", "Copy all", show=False, id="log_copy_all"),
         Binding("escape", "clear_filter", "Clear the search and the model filter", show=False, id="log_clear_filter"),
     ]
 
@@ -146,6 +157,12 @@ class LogPanel(ScrollView, can_focus=True):
         self.current_model: str | None = None
         """The model selected in the table: what `m` filters to."""
         self.search = ""
+        """`&`: only the lines holding it are shown."""
+        self.find = ""
+        """`/`: every line stays; the ones holding it are marked and `n`/`N` go from one to the next."""
+        self.found: tuple[int, int] | None = None
+        """(the match under the eye, of how many) since the last `/`, `n` or `N`; None when there is no find."""
+        self._found_row: int | None = None  # the view's row of the match under the eye
         self.unseen = 0
         self.skipped = 0
         """Lines the follower skipped (not parsed, not kept) since this source was shown."""
@@ -180,8 +197,8 @@ class LogPanel(ScrollView, can_focus=True):
 
     @property
     def hides(self) -> bool:
-        """A search or a model filter is in effect: what Esc clears."""
-        return bool(self.search) or self.model is not None
+        """A find, a filter or a model filter is in effect: what Esc clears."""
+        return bool(self.search or self.find) or self.model is not None
 
     @property
     def empty_note(self) -> str:
@@ -213,6 +230,7 @@ class LogPanel(ScrollView, can_focus=True):
         if self.model is not None and self.model != self.current_model:
             self.model = None
         self.search = ""  # a search of another machine's log: it made this one look empty
+        self.find, self.found, self._found_row = "", None, None
         self.unseen = 0
         self.skipped = 0
         self.buffer.extend(lines)  # a machine's own scrollback: its packed chunks are shared, not packed again
@@ -271,6 +289,7 @@ class LogPanel(ScrollView, can_focus=True):
     def rewrite(self) -> None:
         """Filters changed: recompute which lines are shown (a scan of the scrollback) and paint now."""
         self._filtered_seq.clear()
+        self._found_row = None  # rows are numbered anew: `n` finds its place again from the end
         if self.filtering:
             first = self._seq - len(self.buffer)
             for k, ln in self.buffer.candidates(self.search.lower(), self.model):
@@ -313,8 +332,11 @@ class LogPanel(ScrollView, can_focus=True):
         # line, its only trace a "/tensor" at the end of this line, where a narrow border cuts it off).
         filters = [f"model {self.model}"] if self.model else []
         if self.search:
-            filters.append(f"/{self.search}")
+            filters.append(f"&{self.search}")
         parts = ["filter: " + " ".join(filters), "Esc clears"] if filters else []
+        if self.find:
+            at = f"match {self.found[0]:,} of {self.found[1]:,}" if self.found and self.found[1] else "no match"
+            parts.append(f"/{self.find}: {at} (n/N)")
         parts.append("following" if self.following else f"paused, {self.unseen:,} new lines")
         if self.skipped:
             parts.append(f"{self.skipped:,} skipped")
@@ -349,7 +371,11 @@ class LogPanel(ScrollView, can_focus=True):
         ln = view[i]
         row = self._rows.get(ln)
         if row is None:
-            text = line_text(ln, self.search, self.glyphs)
+            text = line_text(ln, self.find or self.search, self.glyphs)
+            if self.find and i == self._found_row:
+                text.stylize("bold underline")
+                row = Strip(text.render(self.app.console), cell_len(text.plain))
+                return row.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)  # not kept: it moves
             row = Strip(text.render(self.app.console), cell_len(text.plain))
             self._rows[ln] = row
             if row.cell_length > self._width:  # len() undercounts wide characters: widen to what was drawn
@@ -366,6 +392,77 @@ class LogPanel(ScrollView, can_focus=True):
     def set_search(self, text: str) -> None:
         self.search = text
         self.rewrite()
+
+    # ---- copy: `y` the lines on screen (or the match under the eye), `Y` every line shown ----
+
+    def copied_text(self, everything: bool) -> str:
+        """The lines to copy, as text with control characters made visible: what the clipboard gets is llamaherd's
+        own OSC 52, carrying no sequence a log line held. Bounded by COPY_BOUND characters (the newest kept)."""
+        view = self.view
+        if everything:
+            lines = view
+        elif self.find and self._found_row is not None and self._found_row < len(view):
+            lines = [view[self._found_row]]
+        else:
+            top = int(self.scroll_offset.y)
+            lines = [view[i] for i in range(top, min(len(view), top + self.size.height))]
+        out: list[str] = []
+        size = 0
+        for ln in reversed(lines):
+            text = visible(ln.raw or ln.text)
+            size += len(text) + 1
+            if size > COPY_BOUND:
+                break
+            out.append(text)
+        return "\n".join(reversed(out))
+
+    def action_copy(self, everything: bool) -> None:
+        text = self.copied_text(everything)
+        if not text:
+            raise SkipAction()
+        self.app.copy_to_clipboard(text)
+        n = text.count("\n") + 1
+        self.app.notify(f"copied {n:,} line{'s' if n != 1 else ''} (OSC 52: the terminal's clipboard)", timeout=3)
+
+    # ---- find: `/`, then `n` (newer) and `N` (older) ----
+
+    def set_find(self, text: str) -> None:
+        """Mark the lines holding `text` and go to the newest: the log pauses there, as `less` does."""
+        self.find = text
+        self._rows.clear()
+        self.found, self._found_row = None, None
+        if text:
+            self._go_to_match(self._matches(), len(self.view))
+        self._subtitle()
+        self.refresh()
+
+    def _matches(self) -> list[int]:
+        """The view's rows holding the find, oldest first. Packed chunks without it are not unpacked (a find in
+        100,000 lines costs what a filter does)."""
+        needle = self.find.lower()
+        if not self.filtering:
+            return [k for k, ln in self.buffer.candidates(needle) if needle in (ln.raw or ln.text).lower()]
+        return [i for i, ln in enumerate(self.view) if needle in (ln.raw or ln.text).lower()]
+
+    def _go_to_match(self, rows: list[int], before: int, step: int = -1) -> None:
+        """The match `step` from `before` (-1: the last one above it, +1: the first one below), wrapping round."""
+        if not rows:
+            self.found, self._found_row = (0, 0), None
+            return
+        k = bisect.bisect_left(rows, before) - 1 if step < 0 else bisect.bisect_right(rows, before)
+        k %= len(rows)
+        self._found_row = rows[k]
+        self.found = (k + 1, len(rows))
+        self.following = False
+        self.scroll_to(y=max(0, rows[k] - self.size.height // 2), animate=False, immediate=True)
+
+    def action_find_next(self, step: int) -> None:
+        if not self.find:
+            raise SkipAction()  # no find: `n` is someone else's
+        here = self._found_row if self._found_row is not None else (len(self.view) if step < 0 else -1)
+        self._go_to_match(self._matches(), here, step)
+        self._subtitle()
+        self.refresh()
 
     def watch_following(self, value: bool) -> None:
         if value:
@@ -391,6 +488,7 @@ class LogPanel(ScrollView, can_focus=True):
         if not self.hides:
             raise SkipAction()
         self.search = ""
+        self.find, self.found, self._found_row = "", None, None
         self.show_model(None)
 
     # Scrolling back through the log pauses it; going to the end follows again. No scroll animation: each of its

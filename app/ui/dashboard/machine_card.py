@@ -19,8 +19,10 @@ from textual.style import Style as VisualStyle
 from textual.visual import Visual, visualize
 from textual.widget import Widget
 
-from app.services.core.host_types import GpuStats
-from app.services.core.textsafe import visible_lines
+from app.services.core.host_types import Connection, GpuStats
+from app.services.core.router_types import RouterState
+from app.services.core.textsafe import visible, visible_lines
+from app.ui.dashboard.machine_trouble import failed_count
 from app.ui.state.herd_state import MachineState
 from app.ui.text.format import BAD, BUSY, DIM, connection_text, duration, human_bytes, is_down, router_text
 from app.ui.text.glyphs import Glyphs
@@ -34,6 +36,21 @@ OPEN_ROUTER_TEXT = "open: no API key: anyone on that host can use it. Restart it
 
 
 MAX_CARD_LINES = 64  # the room a held height may take (a card is a few lines)
+
+# A compact line's state word, short enough to line up; the full words and reasons are on the selected card.
+COMPACT_WORDS = {
+    RouterState.RUNNING: "running",
+    RouterState.ATTACHED: "attached",
+    RouterState.STARTING: "starting",
+    RouterState.STOPPING: "stopping",
+    RouterState.STOPPED: "stopped",
+    RouterState.ABSENT: "no router",
+    RouterState.EXITED: "exited",
+    RouterState.UNREACHABLE: "no answer",
+    RouterState.NOT_ANSWERING: "no answer",
+    RouterState.UNKNOWN: "?",
+}
+COMPACT_WORD_WIDTH = 9
 
 
 class MachineCard(Widget):
@@ -71,6 +88,21 @@ class MachineCard(Widget):
         self._strips: dict[int, tuple[Text, int, VisualStyle, Strip]] = {}
         self.name_width = len(state.view.name)
         """Names are padded to the longest in the pane, so one-line cards line up like a table."""
+        self._compact = False
+        self._compact_drawn: tuple[object, ...] = ()
+
+    @property
+    def compact(self) -> bool:
+        """One short line whatever the width (the compact pane's grid): state, models, the stats that fit."""
+        return self._compact
+
+    @compact.setter
+    def compact(self, value: bool) -> None:
+        if value != self._compact:
+            self._compact = value
+            self._height.reset([])
+            self._shown = None
+            self.refresh(layout=True)
 
     @property
     def machine(self) -> str:
@@ -85,7 +117,28 @@ class MachineCard(Widget):
     def update_state(self, state: MachineState) -> None:
         self.state = state
         self.set_class(is_down(state.view), "-down")
+        if self._compact:
+            # What a compact line shows, as a key: a stats round that moves none of it (the common case on an
+            # idle fleet of fifty) costs this tuple, not a line of text made and compared.
+            key = self._compact_key()
+            if key == self._compact_drawn and self._shown is not None:
+                return
+            self._compact_drawn = key
         self._repaint()
+
+    def _compact_key(self) -> tuple[object, ...]:
+        st = self.state
+        s = st.stats
+        figures: tuple[object, ...] = ()
+        if s is not None:
+            gpu_used, gpu_total = _gpu_bytes(s.gpus)
+            figures = (
+                round(min(1.0, max(0.0, s.cpu_pct / 100)) * 16),  # the 2-cell bar's eighths (_compact_stats)
+                round(100 * s.mem_used / s.mem_total) if s.mem_total else None,
+                round(100 * gpu_used / gpu_total) if gpu_total else None,
+            )
+        stale = bool(_stale_label(st, self.clock()))
+        return (st.view, st.running_count(), len(st.by_id), failed_count(st), figures, stale, self.selected)
 
     def tick(self) -> None:
         """Called each second: repaint only when the uptime text changed, so an idle dashboard stays idle."""
@@ -139,6 +192,14 @@ class MachineCard(Widget):
     def on_click(self, event: events.Click) -> None:
         self.post_message(self.Picked(self.machine))
 
+    def height_as_card(self, width: int) -> int:
+        """The lines this machine takes as a card of `width` (not as a compact line): whether the cards would fit."""
+        compact, self._compact = self._compact, False
+        try:
+            return len(self._lines(width))
+        finally:
+            self._compact = compact
+
     def get_content_height(self, container: object, viewport: object, width: int) -> int:
         return len(self._padded(self._lines(width)))
 
@@ -170,6 +231,9 @@ class MachineCard(Widget):
     # ---- drawing ----
 
     def _lines(self, width: int) -> list[Text]:
+        if self._compact:
+            self._problem_lines = 0
+            return [self._compact_line(width)]
         st, g = self.state, self.glyphs
         v = st.view
         down = is_down(v)
@@ -184,10 +248,15 @@ class MachineCard(Widget):
         one_line = width >= ONE_LINE_MIN_WIDTH
         word, _, reason = ctext.partition(": ")
         told = self.selected and bool(reason)  # the selected card says the whole reason, wrapped
+        rword, _, rreason = rtext.partition(": ")
+        # The router's reason too ("unreachable: connection refused (GET …)"): cut at the card's edge, its cause was
+        # the part lost.
+        rtold = self.selected and one_line and bool(rreason)
         if one_line:
             name.pad_right(max(0, self.name_width - name.cell_len))
             link = word if told else ctext
-            head = Text.assemble(mark, dot, " ", name, "  ", (link.ljust(9), cstyle), " ", (rtext.ljust(14), rstyle))
+            rshown = rword if rtold else rtext
+            head = Text.assemble(mark, dot, " ", name, "  ", (link.ljust(9), cstyle), " ", (rshown.ljust(14), rstyle))
             label_room = len(self._stale_text) + 2 if self._stale_text else 0
             stats = self._fit_stats(width - head.cell_len - label_room)
             if self._stale_text and stats.plain:
@@ -198,6 +267,9 @@ class MachineCard(Widget):
             if told:
                 chunks = g.wrap(reason, max(4, width - 3), REASON_LINES_SELECTED[True])
                 lines += [Text.assemble("   ", (chunk, cstyle)) for chunk in chunks]
+            if rtold:
+                chunks = g.wrap(rreason, max(4, width - 3), REASON_LINES_SELECTED[True])
+                lines += [Text.assemble("   ", (chunk, rstyle)) for chunk in chunks]
         else:
             # A side column: the link's state word beside the name, reasons wrapped below it, never cut to nothing.
             inner = max(8, width - 2)
@@ -211,7 +283,8 @@ class MachineCard(Widget):
                 lines = [head, Text.assemble("  ", (g.clip(word, inner), cstyle))]
             most = REASON_LINES_SELECTED[False] if told else 2
             lines += [Text.assemble("  ", (chunk, cstyle)) for chunk in g.wrap(reason, inner, most)]
-            lines += [Text.assemble("  ", (chunk, rstyle)) for chunk in g.wrap(rtext, inner, 2)]
+            rmost = REASON_LINES_SELECTED[False] if self.selected else 2  # the router's reason in full when selected
+            lines += [Text.assemble("  ", (chunk, rstyle)) for chunk in g.wrap(rtext, inner, rmost)]
             parts = self._stat_parts(inner, compact=False)
             if self._stale_text and st.stats is not None:
                 # Figures from before a link went quiet: dimmed, with their age, never passed off as live.
@@ -224,10 +297,16 @@ class MachineCard(Widget):
             room = max(4, width - 3)
             for chunk in g.wrap(OPEN_ROUTER_TEXT, room, 1 if one_line else 3):
                 lines.append(Text.assemble("   ", (chunk, BUSY)))
+        if st.not_answering:  # issue 35: loaded, but their children stopped answering
+            names = ", ".join(sorted(st.not_answering))
+            said = visible(f"{len(st.not_answering)} loaded, not answering: {names}")
+            lines.append(Text.assemble(" ", (g.failed, BAD), " ", (g.clip(said, max(4, width - 3)), BAD)))
         self._problem_lines = 0
         if st.problem:
             room = max(4, width - 3)
-            wrapped = g.wrap(visible_lines(st.problem), room, 1 if one_line else 3)
+            # the selected card says all of it (up to a bound); the others a line or three
+            most = REASON_LINES_SELECTED[one_line] if self.selected else 1 if one_line else 3
+            wrapped = g.wrap(visible_lines(st.problem), room, most)
             self._problem_lines = len(wrapped)
             for i, chunk in enumerate(wrapped):
                 lines.append(Text.assemble(" ", (g.failed if i == 0 else " ", BAD), " ", (chunk, BAD)))
@@ -238,6 +317,67 @@ class MachineCard(Widget):
             ln.no_wrap = True
             ln.truncate(width, overflow="ellipsis" if not g.ascii else "crop")
         return lines
+
+    def _compact_line(self, width: int) -> Text:
+        """`▌● name  state  loaded/total ✖failed  cpu 19% ▁▅▃ mem …`: the router's state in one word (its reason is
+        on the selected machine's full card), then as many host figures as fit."""
+        st, g = self.state, self.glyphs
+        v = st.view
+        down = is_down(v)
+        now = self.clock()
+        rtext, rstyle = router_text(v, now)
+        self._uptime_text = rtext
+        self._stale_text = _stale_label(st, now)
+        ctext, cstyle = connection_text(v)
+        if v.connection is Connection.UNREACHABLE:
+            word, style = ctext.partition(": ")[0], cstyle
+        else:
+            word, style = COMPACT_WORDS.get(v.router_state, rtext.partition(" ")[0]), rstyle
+        name = plain(v.name, "bold")
+        name.pad_right(max(0, self.name_width - name.cell_len))
+        line = Text.assemble(
+            (g.selected if self.selected else " ", "bold"),
+            (g.machine_down if down else g.machine_up, BAD if down else "green"),
+            " ",
+            name,
+            " ",
+            (word.ljust(COMPACT_WORD_WIDTH), style),
+        )
+        if not down:
+            line.append(f" {st.running_count()}/{len(st.by_id)}".ljust(5), style=DIM)
+            failed = failed_count(st)
+            if failed:
+                line.append(f"{g.failed}{failed} ", style=BAD)
+            stats = self._compact_stats(width - line.cell_len)
+            if self._stale_text and stats.plain:
+                stats.stylize("dim")
+            line.append_text(stats)
+        else:
+            line.stylize("dim")
+        line.no_wrap = True
+        line.truncate(width, overflow="ellipsis" if not g.ascii else "crop")
+        return line
+
+    def _compact_stats(self, room: int) -> Text:
+        """CPU as a short bar, memory and GPU memory as whole percents: figures that hold still on an idle machine
+        (a number or a sparkline would move every round on every line of a fleet of fifty, each a repaint); the
+        selected machine's full card has the exact figures and the sparkline."""
+        s, g = self.state.stats, self.glyphs
+        if s is None:
+            return Text("")
+        parts = [Text.assemble(("cpu ", DIM), (g.bar(s.cpu_pct / 100, 2), _load_style(s.cpu_pct / 100)))]
+        gpu_used, gpu_total = _gpu_bytes(s.gpus)
+        for label, used, total in (("gpu ", gpu_used, gpu_total), ("mem ", s.mem_used, s.mem_total)):
+            if total:
+                frac = used / total
+                parts.append(Text.assemble((label, DIM), (f"{round(frac * 100)}%", _load_style(frac))))
+        while parts and sum(p.cell_len + 1 for p in parts) > room:
+            parts.pop()
+        out = Text("")
+        for p in parts:
+            out.append(" ")
+            out.append_text(p)
+        return out
 
     def _fit_stats(self, room: int) -> Text:
         """The richest one-line form of the host stats that fits: sparkline, then bars, then numbers, then fewer."""

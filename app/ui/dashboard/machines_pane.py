@@ -1,5 +1,9 @@
 """The machines pane: one card per machine (dashboard/machine_card.py) in a scrolling column, the selected one
 marked; up/down, j/k or a click picks the machine the other panes show.
+
+Compact, a fleet too large for cards: one line per machine in a grid across the screen's width, and the selected
+machine's full card (its reasons in full, uptime, stats) under the grid, right above the table. The dashboard
+picks it when the cards do not fit (or the operator with `c`); "problems first" orders machines by trouble.
 """
 
 from __future__ import annotations
@@ -15,9 +19,12 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from app.ui.dashboard.machine_card import MachineCard
+from app.ui.dashboard.machine_trouble import problems_first
 from app.ui.state.herd_state import MachineState
 from app.ui.text.glyphs import Glyphs
 from app.ui.text.plain_text import safe_text
+
+COMPACT_CELL = 39  # a compact line's width in the grid, its gutter included: four across a 160-column screen
 
 
 class MachinesPane(VerticalScroll, can_focus=True):
@@ -29,6 +36,10 @@ class MachinesPane(VerticalScroll, can_focus=True):
 
     DEFAULT_CSS = """
     MachinesPane #machines-hint { height: auto; padding: 1 1 0 1; }
+    MachinesPane.-compact { layout: grid; grid-gutter: 0 1; grid-rows: 1; }
+    MachinesPane.-compact #machines-hint { padding: 0 1; }
+    MachinesPane #machines-detail { dock: bottom; display: none; background: $accent 10%; }
+    MachinesPane.-compact #machines-detail { display: block; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -39,6 +50,8 @@ class MachinesPane(VerticalScroll, can_focus=True):
     Picked: TypeAlias = MachineCard.Picked
 
     selected: reactive[str] = reactive("", init=False)
+    compact: reactive[bool] = reactive(False, init=False)
+    problems_first: reactive[bool] = reactive(False, init=False)
 
     def __init__(
         self, states: list[MachineState], glyphs: Glyphs, clock: Callable[[], float], id: str | None = None
@@ -52,10 +65,20 @@ class MachinesPane(VerticalScroll, can_focus=True):
         self._hint = Static(id="machines-hint")
         self._hint.display = False
         self._hint_text = Text()
+        self._order = list(self._cards)  # as configured; "problems first" sorts it
+        first = states[0] if states else None
+        # The selected machine's full card, under the compact grid (hidden with cards: each says it all itself).
+        self._detail = MachineCard(first, glyphs, clock) if first is not None else None
+        if self._detail is not None:
+            self._detail.id = "machines-detail"
+            self._detail.selected = True
+            self._detail.name_width = widest
 
     def compose(self) -> ComposeResult:
         yield from self._cards.values()
         yield self._hint
+        if self._detail is not None:
+            yield self._detail
 
     @property
     def hint(self) -> Text:
@@ -71,7 +94,8 @@ class MachinesPane(VerticalScroll, can_focus=True):
 
     @property
     def names(self) -> list[str]:
-        return list(self._cards)
+        """The machines in the order they are shown."""
+        return list(self._order)
 
     def card(self, name: str) -> MachineCard:
         return self._cards[name]
@@ -80,17 +104,65 @@ class MachinesPane(VerticalScroll, can_focus=True):
         card = self._cards.get(state.view.name)
         if card is not None:
             card.update_state(state)
+            if self._detail is not None and state.view.name == self.selected:
+                self._detail.update_state(state)
 
     def tick(self) -> None:
         for card in self._cards.values():
             card.tick()
+        if self._detail is not None and self.compact:
+            self._detail.tick()
 
     def watch_selected(self, name: str) -> None:
         for n, card in self._cards.items():
             card.selected = n == name
             if n == name:
+                if self._detail is not None:
+                    self._detail.update_state(card.state)
                 # After the card's new height is laid out (the selected card of a machine that is down is taller).
                 self.call_after_refresh(self.scroll_to_widget, card, animate=False)
+
+    # ---- compact, and problems first ----
+
+    def watch_compact(self, value: bool) -> None:
+        self.set_class(value, "-compact")
+        for card in self._cards.values():
+            card.compact = value
+        self._set_columns()
+        self._say_mode()
+
+    def on_resize(self) -> None:
+        self._set_columns()
+
+    def _set_columns(self) -> None:
+        """As many compact lines side by side as the width holds (one column of cards otherwise)."""
+        cols = max(1, (self.scrollable_content_region.width + 1) // COMPACT_CELL) if self.compact else 1
+        if self.styles.grid_size_columns != cols:
+            self.styles.grid_size_columns = cols
+            self._hint.styles.column_span = cols
+
+    def cards_height(self, width: int) -> int:
+        """How many lines the cards take in one column of `width` (the pane without compact lines)."""
+        return sum(card.height_as_card(width) for card in self._cards.values())
+
+    def watch_problems_first(self) -> None:
+        self.resort()
+        self._say_mode()
+
+    def resort(self) -> None:
+        """Put the machines in the order asked: the worst trouble first, or as configured. Moved only when the
+        order changes, so a stats round moves nothing."""
+        states = [self._cards[n].state for n in self._cards]
+        order = problems_first(states) if self.problems_first else list(self._cards)
+        if order == self._order:
+            return
+        self._order = order
+        for name in order:
+            self.move_child(self._cards[name], before=self._hint)
+
+    def _say_mode(self) -> None:
+        modes = [m for m, on in (("compact", self.compact), ("problems first", self.problems_first)) if on]
+        self.border_subtitle = " · ".join(modes)
 
     def action_move(self, step: int) -> None:
         names = self.names

@@ -53,7 +53,7 @@ def _rest(m: ModelInfo, g: Glyphs, narrow: bool, act: ModelActivity | None) -> R
     one models directory were 160,000 equal cells per table, and making them most of the first paint)."""
     aliases = tuple(a for a in m.aliases if a != m.id) if m.aliases else ()
     # Keyed by the activity cell rather than the figures it is made of (they name the model).
-    key = (activity_cell(act, g, narrow), vision(m), m.n_ctx, m.size, m.n_params, aliases, m.tags, m.source, g)
+    key = (activity_cell(act, g, narrow), vision(m), m.ctx, m.size, m.n_params, aliases, m.tags, m.source, g)
     hit = _tails.get(key)
     if hit is not None:
         return hit
@@ -63,7 +63,7 @@ def _rest(m: ModelInfo, g: Glyphs, narrow: bool, act: ModelActivity | None) -> R
     tail = (
         shared(CellSpec(*activity)),
         shared(CellSpec(vtext, vstyle, {"yes": 0, "no": 1}.get(vtext, 2))),
-        shared(CellSpec(human_ctx(m.n_ctx), "", m.n_ctx or -1)),
+        shared(CellSpec(human_ctx(m.ctx), "", m.ctx or -1)),
         shared(CellSpec(human_bytes(m.size), "", m.size or -1)),
         shared(CellSpec(human_count(m.n_params), "", m.n_params or -1)),
         shared(CellSpec(g.clip(shown_aliases, 24), DIM, shown_aliases)),

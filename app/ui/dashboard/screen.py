@@ -8,12 +8,13 @@ each awaited in a worker so nothing here waits on a machine.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -21,26 +22,35 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Input, Static
 
+from app.config_plugins import PluginConfig
 from app.services.core.errors import HerdError
 from app.services.core.host_types import Connection
 from app.services.core.textsafe import visible
+from app.services.hooks.plugin_run import plugin_env, run_background, run_foreground
 from app.services.lifecycle.llama_server_binary import HOW_TO_GET
 from app.ui.dashboard import keys
 from app.ui.dashboard.action_feedback import ActionNotices, one_line_failure
 from app.ui.dashboard.actions import FleetActions
+from app.ui.dashboard.ask_action import NOT_ANSWERING, open_ask
+from app.ui.dashboard.bulk_actions import plan, question
+from app.ui.dashboard.command_line import CommandError, Names, complete, parse
 from app.ui.dashboard.failure_history import FailureLink, with_history_key
 from app.ui.dashboard.first_run_notice import FirstRunNotice, first_run_text
 from app.ui.dashboard.fit_verdicts import FitAdvisor
-from app.ui.dashboard.fleet_table import FleetTable, fleet_key
+from app.ui.dashboard.fleet_table import SEP, FleetTable, fleet_key
 from app.ui.dashboard.footer import QuietFooter
+from app.ui.dashboard.hub_action import open_hub, pull
 from app.ui.dashboard.log_panel import LogPanel
+from app.ui.dashboard.machine_trouble import FAILED_MODELS, trouble_counts
 from app.ui.dashboard.machines_pane import MachinesPane
 from app.ui.dashboard.model_table import KeyedTable, ModelTable
+from app.ui.dashboard.plugins import key_of, outcome_line, output_lines
 from app.ui.dashboard.prompt import Prompt
 from app.ui.dashboard.reason_cells import reason_note, reason_notes
 from app.ui.dashboard.repeat_failures import RepeatedFailures
 from app.ui.dashboard.unreachable_notice import UnreachableNotices, unreachable_sentence
 from app.ui.patches.textual_internals import prune_closed_watchers
+from app.ui.screens.confirm import ConfirmScreen
 from app.ui.screens.help import HelpRow, HelpScreen
 from app.ui.screens.history import HistoryScreen
 from app.ui.state.herd_state import Changes
@@ -54,12 +64,19 @@ ERROR_DEDUP_SECONDS = 5.0
 FIT_REPAINT_EVERY = 0.25  # the fleet view's fit column, at most this often while estimates arrive
 
 
+BULK_ACTIONS = ("load", "unload", "stop_router")
+"""Keys that act on every marked row when rows are marked."""
+SIDE_CARD_WIDTH = 33  # a card's width in the side column: #machines (app.tcss) less its border and padding
+NARROW_BAND_LINES = 6  # the narrow screen's band of one-line cards: #machines' max-height less its border
+
+
 class DashboardScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = keys.BINDINGS
 
     def __init__(self) -> None:
         super().__init__()
         self.selected_machine = ""
+        self._machines_form_chosen = False  # `c` pressed: the operator's choice of cards or compact lines holds
         self._recent_errors: dict[str, float] = {}
         self.failure_link = FailureLink()
         self.repeated_failures = RepeatedFailures()
@@ -157,6 +174,8 @@ class DashboardScreen(Screen[None]):
         with self.app.batch_update():
             for name in changes.cards:
                 self.machines.update_machine(state.get(name))
+            if changes.cards and self.machines.problems_first:
+                self.machines.resort()
             if self.selected_machine in changes.cards:
                 self.logs.set_note(self._log_note(self.selected_machine))
             stale = is_down(state.get(self.selected_machine).view)
@@ -181,6 +200,9 @@ class DashboardScreen(Screen[None]):
                 self.app.notify(done, timeout=4, markup=False)
         for machine, hint in self.herd.state.take_hints():
             self.notify(visible(hint), title=visible(machine), timeout=12, markup=False)
+        for machine, model in self.herd.state.take_not_answering():
+            words = f"{model} is loaded but not answering (its child does not answer /metrics)"
+            self.notify(visible(words), title=visible(machine), severity="warning", timeout=12, markup=False)
         for name in changes.cards:
             if said := self._unreachable.seen(state.get(name).view):
                 self.app.notify(said, title="machine unreachable", severity="warning", timeout=10, markup=False)
@@ -206,6 +228,11 @@ class DashboardScreen(Screen[None]):
                 else:
                     notes.pop(k, None)
             self.model_table.notes = notes
+        if st.not_answering or any(v.startswith(NOT_ANSWERING) for v in self.model_table.notes.values()):
+            notes = {k: v for k, v in self.model_table.notes.items() if not v.startswith(NOT_ANSWERING)}
+            for k in st.not_answering:
+                notes[k] = NOT_ANSWERING + (f" · {notes[k]}" if k in notes else "")
+            self.model_table.notes = notes
         stale = is_down(st.view)
         self.model_table.show(self.selected_machine, st.models, stale, st.activity, only, st.by_id)
 
@@ -223,7 +250,6 @@ class DashboardScreen(Screen[None]):
         sts = list(self.herd.state.machines.values())
         loaded = sum(st.running_count() for st in sts)
         total = sum(len(st.by_id) for st in sts)
-        down = sum(1 for st in sts if is_down(st.view))
         glyphs = self.herd.glyphs
         t = Text.assemble(
             (f" {self.app.title} ", "bold reverse"),
@@ -231,9 +257,9 @@ class DashboardScreen(Screen[None]):
             (f"  {glyphs.dot}  ", DIM),
             (f"{loaded}/{total} models running", OK if loaded else ""),
         )
-        if down:
+        for kind, n in trouble_counts(sts):  # each kind of trouble counted, worst first (machine_trouble.py)
             t.append(f"  {glyphs.dot}  ", DIM)
-            t.append(f"{down} down", BAD)
+            t.append(f"{n} {kind}" + (" model" + ("s" if n != 1 else "") if kind == FAILED_MODELS else ""), BAD)
         if t != self._title_shown:
             self._title_shown = t
             # One full-width line (app.tcss): its size never changes, so no layout pass (one per load or unload).
@@ -352,6 +378,8 @@ class DashboardScreen(Screen[None]):
         enabled_when = keys.ENABLED_WHEN.get(action)
         if enabled_when is None:
             return True
+        if action in BULK_ACTIONS and self._has_marks():
+            return True  # the marked rows are the target: the question says which of them it applies to
         target = self.target()
         if target is None:
             return None
@@ -369,12 +397,62 @@ class DashboardScreen(Screen[None]):
     def unload(self, machine: str, model: str) -> None:
         self.fleet_actions.unload(machine, model)
 
+    # ---- marked rows: one question, then each (bulk_actions.py) ----
+
+    def _has_marks(self) -> bool:
+        try:
+            return bool(self.current_table().marked)
+        except NoMatches:
+            return False
+
+    def _marked(self) -> list[tuple[str, str]]:
+        table = self.current_table()
+        if not table.marked:
+            return []
+        keys_in_order = [k for k in table.order if k in table.marked]
+        if self.fleet_view:
+            return [(k.split(SEP, 1)[0], k.split(SEP, 1)[1]) for k in keys_in_order if SEP in k]
+        return [(self.selected_machine, k) for k in keys_in_order]
+
+    def _bulk(self, verb: str) -> bool:
+        """Act on the marked rows, if any (True: they were the target, whatever the answer)."""
+        marked = self._marked()
+        if not marked:
+            return False
+        p = plan(verb, marked, self.herd.state)
+        if not p.todo:
+            self.app.notify(f"nothing to {verb}: none of the {len(marked)} marked rows applies", markup=False)
+            return True
+        body = question(p, self.herd.state, lambda m, mid: self.fit.preview(m, mid).line)
+        table = self.current_table()
+
+        def answered(yes: bool | None) -> None:
+            if not yes:
+                return
+            for machine, model in p.todo:
+                if verb == "load":
+                    self.load(machine, model)
+                elif verb == "unload":
+                    self.unload(machine, model)
+                else:
+                    self.fleet_actions.stop_router_now(machine)
+            table.clear_marks()
+            table.refresh_rows()
+
+        what = "routers" if verb == "stop" else "models"
+        self.app.push_screen(ConfirmScreen(f"{verb} {len(p.todo)} {what}", body, yes=verb.title()), answered)
+        return True
+
     def action_load(self) -> None:
+        if self._bulk("load"):
+            return
         target = self.target()
         if target and target[1]:
             self.fit.load_asking(target[0], target[1], self.load)  # asks first when it will not fit or evicts
 
     def action_unload(self) -> None:
+        if self._bulk("unload"):
+            return
         target = self.target()
         if target and target[1]:
             self.unload(target[0], target[1])
@@ -390,6 +468,8 @@ class DashboardScreen(Screen[None]):
             self.fleet_actions.start_router(target[0])
 
     def action_stop_router(self) -> None:
+        if self._bulk("stop"):
+            return
         target = self.target()
         if target:
             self.fleet_actions.stop_router(target[0])
@@ -408,6 +488,16 @@ class DashboardScreen(Screen[None]):
         target = self.target()
         if target:
             self.fleet_actions.model_files(target[0])
+
+    def action_hub(self) -> None:
+        target = self.target()
+        if target:
+            open_hub(self.app, self.herd, target[0])
+
+    def action_ask(self) -> None:
+        target = self.target()
+        if target and target[1]:
+            open_ask(self.app, self.herd, self.fit, target[0], target[1])  # asks first when it must load
 
     def _fleet_refused(self, machine: str, what: str, error: HerdError) -> None:
         """A Fleet command refused (FleetActions noted it in HerdState): the card, the hint and a toast say so."""
@@ -446,6 +536,86 @@ class DashboardScreen(Screen[None]):
         if self.fleet_view:
             self._show_fleet(Changes())  # only the rows whose fit word changed
 
+    # ---- the machines pane's form ----
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit_machines)
+
+    def _fit_machines(self) -> None:
+        """Compact when the cards would not all fit where they go (a side column, or the band of a narrow screen),
+        unless the operator chose with `c`; decided again on each resize, never while the size holds."""
+        if self._machines_form_chosen:
+            return
+        pane = self.machines
+        top = self.query_one("#top")
+        if self.has_class("-narrow"):  # one dense line each, in a band of NARROW_BAND_LINES (app.tcss)
+            room, width = NARROW_BAND_LINES, top.size.width - 3
+        else:
+            room, width = top.size.height - 2, SIDE_CARD_WIDTH
+        compact = pane.cards_height(width) > room
+        if compact != pane.compact:
+            pane.compact = compact
+            self.set_class(compact, "-compact")
+
+    # ---- [[plugins]] (plugins.py) ----
+
+    def on_key(self, event: events.Key) -> None:
+        """A key no binding took: a plugin's, when the config gives it one."""
+        plugins = self.herd.config.plugins
+        i = key_of(event.key, plugins) if plugins else None
+        if i is not None:
+            event.stop()
+            self.run_plugin(plugins[i])
+
+    def run_plugin(self, plugin: PluginConfig) -> None:
+        target = self.target()
+        if not target:
+            return
+        machine, model = target
+        if plugin.scope == "model" and not model:
+            self.app.notify(visible(f"{plugin.description}: select a model first"), timeout=4, markup=False)
+            return
+        what = f"{model} on {machine}" if plugin.scope == "model" else machine
+
+        async def run() -> None:
+            extra: dict[str, str] = {}
+            with contextlib.suppress(HerdError, OSError):  # a router that cannot say its URL: the rest still goes
+                extra = await self.herd.fleet.router_env(machine)
+            env = plugin_env(machine, model if plugin.scope == "model" else None, extra)
+            if plugin.background:
+                done = await run_background(plugin, env)
+                if machine == self.selected_machine:
+                    self.logs.append(output_lines(done))
+            else:
+                with self.app.suspend():
+                    done = run_foreground(plugin, env)
+            ok = done.exit_code == 0
+            self.app.notify(outcome_line(plugin, done), title=visible(what), severity="information" if ok else "error",
+                            timeout=6 if ok else 12, markup=False)  # fmt: skip
+
+        def go(yes: bool | None = True) -> None:
+            if yes:
+                self.app.run_worker(run(), group="plugins", exit_on_error=False)
+
+        if plugin.confirm:
+            self.app.push_screen(ConfirmScreen(f"{plugin.description}?", visible(f"Run it for {what}?")), go)
+        else:
+            go()
+
+    def action_retry_machine(self) -> None:
+        target = self.target()
+        if target:
+            self.herd.fleet.retry_now(target[0])
+            self.app.notify(f"retrying {visible(target[0])} now", timeout=3, markup=False)
+
+    def action_toggle_compact(self) -> None:
+        self._machines_form_chosen = True
+        self.machines.compact = not self.machines.compact
+        self.set_class(self.machines.compact, "-compact")
+
+    def action_problems_first(self) -> None:
+        self.machines.problems_first = not self.machines.problems_first
+
     def action_toggle_fleet(self) -> None:
         """Switch tables, the cursor staying on the same model of the same machine (the selected one follows the
         fleet view's cursor, so going back shows that machine)."""
@@ -481,8 +651,12 @@ class DashboardScreen(Screen[None]):
         self.prompt.ask("table", "filter models", self.current_table().filter_text)
 
     def action_log_search(self) -> None:
-        """The log panel's `/` (bound there to this screen's action): the prompt, for a log search."""
-        self.prompt.ask("log", "search the log", self.logs.search)
+        """The log panel's `/` (bound there to this screen's action): the prompt, for a find (n/N go on)."""
+        self.prompt.ask("log", "find in the log (n / N: next, previous)", self.logs.find)
+
+    def action_log_filter(self) -> None:
+        """The log panel's `&`: the prompt, for a filter (only the lines holding the words are shown)."""
+        self.prompt.ask("logfilter", "filter the log: only lines holding", self.logs.search)
 
     @on(Input.Changed, "#prompt")
     def _prompt_changed(self, event: Input.Changed) -> None:
@@ -490,7 +664,59 @@ class DashboardScreen(Screen[None]):
 
     @on(Input.Submitted, "#prompt")
     def _prompt_done(self) -> None:
+        command = self.prompt.value if self.prompt.target == "command" else None
         self._close_prompt()
+        if command is not None and command.strip():
+            self.run_command(command)
+
+    # ---- `:` commands (command_line.py) ----
+
+    def action_command(self) -> None:
+        label = "command: load MODEL on MACHINE..., stop MACHINE, machine NAME, fleet, history  (Tab completes)"
+        self.prompt.ask("command", label, "", completer=lambda text: complete(text, self._names()))
+
+    def _names(self) -> Names:
+        st = self.herd.state
+        models = {n: [*ms.by_id, *(a for m in ms.by_id.values() for a in m.aliases)] for n, ms in st.machines.items()}
+        return Names(machines=st.names, models=models, selected=self.selected_machine)
+
+    def run_command(self, text: str) -> None:
+        """Run a `:` command as its keys would (the same questions asked first); a mistake is one line said."""
+        try:
+            cmd = parse(text, self._names())
+        except CommandError as e:
+            self.app.notify(visible(str(e)), title="command", severity="warning", timeout=6, markup=False)
+            return
+        one = cmd.machines[0] if cmd.machines else self.selected_machine
+        if cmd.verb == "load" and cmd.name:
+            for m in cmd.machines:
+                self.fit.load_asking(m, cmd.name, self.load)
+        elif cmd.verb == "unload" and cmd.name:
+            for m in cmd.machines:
+                self.unload(m, cmd.name)
+        elif cmd.verb == "ask" and cmd.name:
+            open_ask(self.app, self.herd, self.fit, one, cmd.name)
+        elif cmd.verb == "pull" and cmd.name:
+            for m in cmd.machines:
+                pull(self.app, self.herd, m, cmd.name)
+        elif cmd.verb in ("start", "stop", "retry"):
+            for m in cmd.machines:
+                if cmd.verb == "retry":
+                    self.herd.fleet.retry_now(m)
+                else:
+                    (self.fleet_actions.start_router if cmd.verb == "start" else self.fleet_actions.stop_router)(m)
+        elif cmd.verb == "machine":
+            if self.fleet_view:
+                self.action_toggle_fleet()
+            self.select_machine(one)
+        elif cmd.verb == "fleet":
+            self.action_toggle_fleet()
+        elif cmd.verb == "history":
+            self.action_history()
+        elif cmd.verb == "compact":
+            self.action_toggle_compact()
+        elif cmd.verb == "help":
+            self.action_help()
 
     @on(Prompt.Cancelled)
     def _prompt_cancelled(self) -> None:
@@ -501,11 +727,14 @@ class DashboardScreen(Screen[None]):
         if self.prompt.target == "table":
             self.current_table().set_filter(value)
         elif self.prompt.target == "log":
+            self.logs.set_find(value)
+        elif self.prompt.target == "logfilter":
             self.logs.set_search(value)
 
     def _close_prompt(self) -> None:
+        self.prompt.completer = None
         self.prompt.display = False
-        if self.prompt.target == "log":
+        if self.prompt.target in ("log", "logfilter"):
             self.logs.focus()
         else:
             self.current_table().focus()
@@ -524,7 +753,18 @@ class DashboardScreen(Screen[None]):
         yield "everywhere", [b for b in keys.BINDINGS if b not in main]
 
     def binding_rows(self) -> list[HelpRow]:
-        return keys.binding_rows(self._binding_sources(), self.herd.config.keymap, self._key_display)
+        rows = keys.binding_rows(self._binding_sources(), self.herd.config.keymap, self._key_display)
+        for p in self.herd.config.plugins:  # the config's own keys: no id to rebind, their key is in [[plugins]]
+            rows.append(HelpRow("plugins", self._key_display(p.key.split(",")[0].strip()), "plugin", p.description))
+        return rows
 
     def palette_actions(self) -> list[tuple[str, str, str]]:
-        return keys.palette_actions(self.herd.config.keymap, self._key_display)
+        found = keys.palette_actions(self.herd.config.keymap, self._key_display)
+        for i, p in enumerate(self.herd.config.plugins):
+            found.append((f"Plugin: {p.description}", f"run_plugin_at({i})", f"key {p.key.split(',')[0].strip()}"))
+        return found
+
+    def action_run_plugin_at(self, index: int) -> None:
+        plugins = self.herd.config.plugins
+        if 0 <= index < len(plugins):
+            self.run_plugin(plugins[index])

@@ -24,6 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from textual._styles_cache import StylesCache
+from textual._xterm_parser import XTermParser
 from textual.app import App, ScreenStackError
 from textual.color import Color
 from textual.css.query import NoMatches
@@ -124,3 +125,9 @@ def set_key_disabled(key: FooterKey, disabled: bool) -> None:
 def update_scrollbars(view: ScrollView, size: Size) -> None:
     """Tell `view`'s scrollbars its new virtual size, which `set_reactive` set without the layout its watcher does."""
     view._scroll_update(size)
+
+
+# The xterm input parser of Textual's own drivers (private), for app/web/session_driver.py: a browser tab's keys
+# parsed in the serve process, as Textual's WebDriver parses them in a process of its own. tests/ui/
+# test_serve_browser.py fails (a key pressed in the page loads a model) if an upgrade moves or changes it.
+TabInputParser = XTermParser

@@ -52,7 +52,9 @@ class HelpScreen(ModalScreen[None]):
                     (visible(self.config_hint), "bold"),
                     (" under [keymap], e.g. ", DIM),
                     ('load = "ctrl+l"', "bold"),
-                    (".  esc closes.", DIM),
+                    (".  ", DIM),
+                    (f"{len(self.rows)} keys: up, down, PgUp, PgDn scroll", "bold"),
+                    (", esc closes.", DIM),
                 ),
                 id="help-hint",
             )

@@ -26,7 +26,14 @@ from app.ui.text.plain_text import plain
 SHOWN_SPAN = 7 * 86400.0  # the screen shows the last week
 SHOWN_ROWS = 2000
 COLUMNS = ("when", "machine", "model", "change", "reason", "detail")
-_REASON_STYLE = {"crashed": "bold red", "evicted": "yellow", "preset reload": "cyan", "router exited": "bold red"}
+_REASON_STYLE = {
+    "crashed": "bold red",
+    "evicted": "yellow",
+    "preset reload": "cyan",
+    "router exited": "bold red",
+    "not answering": "bold red",
+    "answering again": "green",
+}
 
 
 def matches(r: HistoryRow, query: str) -> bool:
@@ -77,6 +84,8 @@ class HistoryScreen(ModalScreen[None]):
         self.now = now
         self.query_text = query
         self.rows: list[HistoryRow] = []
+        self.shown: list[HistoryRow] = []
+        """The rows in the table, in its order (the detail line shows the highlighted one)."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="history-box"):
@@ -84,6 +93,9 @@ class HistoryScreen(ModalScreen[None]):
                         id="history-filter")  # fmt: skip
             table: DataTable[Text] = DataTable(id="history-table", cursor_type="row")
             yield table
+            # The highlighted row in full, wrapped: a detail cut at the table's edge ("least recently used, for")
+            # was readable only by scrolling right.
+            yield Static("", id="history-detail")
             yield Static(Text("/ filter   ctrl+r refresh   esc closes", DIM), id="history-hint")
 
     def on_mount(self) -> None:
@@ -120,11 +132,26 @@ class HistoryScreen(ModalScreen[None]):
         table: DataTable[Text] = self.query_one("#history-table", DataTable)
         table.clear()
         now = self.now()
+        self.shown = list(rows)
         for r in rows:
             table.add_row(*cells(r, now))
+        self._show_detail(0)
         self.query_one("#history-hint", Static).update(
             Text.assemble(plain(note), ("   / filter   ctrl+r refresh   esc closes", DIM))
         )
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail(event.cursor_row)
+
+    def _show_detail(self, index: int) -> None:
+        detail = self.query_one("#history-detail", Static)
+        if not 0 <= index < len(self.shown):
+            detail.update("")
+            return
+        r = self.shown[index]
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.time))
+        what = f"{when}  {r.machine}  {r.model or '(router)'}  {r.from_state} -> {r.to_state}  {r.reason}"
+        detail.update(Text.assemble(plain(what, "bold"), *((": ", ""), plain(r.detail)) if r.detail else ()))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.query_text = event.value

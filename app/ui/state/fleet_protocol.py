@@ -63,6 +63,13 @@ class FleetApi(Protocol):
 
     async def stop_router(self, machine: str) -> object: ...
 
+    async def router_env(self, machine: str) -> dict[str, str]:
+        """LLAMAHERD_URL (reaching the machine's router from here) and LLAMAHERD_API_KEY, for a plugin's environment."""
+        ...
+
+    def retry_now(self, machine: str) -> None:
+        """Try that machine's link and router again at once, rather than when its reconnect backoff ends."""
+
     async def llama_server_found(self, machine: str) -> str | None:
         """Before any start: the llama-server a start on that machine would run, or None when there is none.
 

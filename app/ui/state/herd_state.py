@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 
 from app.services.activity.metrics import ModelActivity
 from app.services.activity.poll import ActivityChanged
-from app.services.core.errors import HerdError, ProgramNotFound
+from app.services.core.errors import (
+    HerdError,
+    ModelFailed,
+    ProgramNotFound,
+    RouterNotRunning,
+    RouterUnreachable,
+    TransportError,
+)
 from app.services.core.fleet_events import (
     FleetEvent,
     HostStatsChanged,
@@ -49,12 +56,23 @@ class MachineState:
     problem: str = ""
     """The last failure, kept in view until what failed works again (a toast alone scrolls away)."""
     problem_model: str | None = None
+    problem_cause: tuple[Connection, RouterState] | None = None
+    """For a failure the router's or the machine's state caused (not running, unreachable): that state, as the view
+    had it when the failure came. Cleared when the router works again in another state than that one, whichever
+    model the failure named (`load X: the router is not running` outlived the router's restart by minutes)."""
+    problem_failed_model: bool = False
+    """The failure is the model's own (it failed to load): cleared once the router no longer lists it as failed
+    (a reload lists it unloaded again), not only when it loads."""
     missing_program: bool = False
     """A start was refused for want of llama-server: the machines pane says how to get one until a router runs."""
     activity: dict[str, ModelActivity] = field(default_factory=dict)
     """The last polling round's figures of the loaded models, by model id."""
     activity_hint: str | None = None
     """How to get figures from a router without --metrics; told once (see take_hints)."""
+    not_answering: frozenset[str] = frozenset()
+    """Loaded models whose own endpoints stopped answering (the activity poll's /metrics, the opt-in probe)."""
+    untold_not_answering: list[str] = field(default_factory=list)
+    """Models newly not answering, to be told once (take_not_answering)."""
     hint_told: bool = False
 
     @property
@@ -163,10 +181,17 @@ class HerdState:
                 st.view = ev.view
                 if st.problem and st.problem_model is None and _healthy(ev.view):
                     st.problem = ""
+                cause = st.problem_cause
+                if st.problem and cause is not None and _healthy(ev.view) and cause != _state_of(ev.view):
+                    st.problem, st.problem_model, st.problem_cause = "", None, None
                 if _healthy(ev.view):
                     st.missing_program = False
                 cards.add(ev.machine)
             elif isinstance(ev, ModelsChanged | ModelsUpdated):
+                # A download's progress (several a second) moves its row only: the card's counts stay the same
+                progress_only = isinstance(ev, ModelsUpdated) and all(
+                    m.state is ModelState.DOWNLOADING and m.id in st.by_id for m in ev.models
+                )
                 if isinstance(ev, ModelsChanged):
                     st.models = ev.models
                     whole.add(ev.machine)
@@ -175,10 +200,12 @@ class HerdState:
                     rows.update((ev.machine, m.id) for m in ev.models)
                 if st.problem_model is not None:
                     m = st.by_id.get(st.problem_model)
-                    if m is None or m.state in (ModelState.LOADED, ModelState.LOADING):
+                    moved_on = st.problem_failed_model and m is not None and not _failed(m)
+                    if m is None or m.state in (ModelState.LOADED, ModelState.LOADING) or moved_on:
                         st.problem, st.problem_model = "", None
                 models.add(ev.machine)
-                cards.add(ev.machine)
+                if not progress_only:
+                    cards.add(ev.machine)
             elif isinstance(ev, HostStatsChanged):
                 st.stats = ev.stats
                 st.router_rss = ev.router_rss
@@ -193,6 +220,11 @@ class HerdState:
                 rows.update((ev.machine, k) for k in before.keys() | st.activity.keys()
                             if before.get(k) != st.activity.get(k))  # fmt: skip
                 st.activity_hint = ev.hint
+                silent = frozenset(ev.not_answering)
+                if silent != st.not_answering:  # issue 35: the rows and the card say "not answering"
+                    rows.update((ev.machine, k) for k in silent ^ st.not_answering)
+                    st.untold_not_answering += sorted(silent - st.not_answering)
+                    st.not_answering = silent
                 models.add(ev.machine)
                 cards.add(ev.machine)
             elif isinstance(ev, Problem):
@@ -202,6 +234,14 @@ class HerdState:
         return Changes(
             frozenset(cards), frozenset(models), tuple(logs), tuple(problems), frozenset(rows), frozenset(whole)
         )
+
+    def take_not_answering(self) -> list[tuple[str, str]]:
+        """(machine, model) for each model newly not answering, once."""
+        out = []
+        for name, st in self.machines.items():
+            out += [(name, model) for model in st.untold_not_answering if model in st.not_answering]
+            st.untold_not_answering.clear()
+        return out
 
     def take_hints(self) -> list[tuple[str, str]]:
         """(machine, hint) for each machine whose router has no metrics and has not been told so yet."""
@@ -224,7 +264,23 @@ class HerdState:
             st.missing_program = True
             first = f"{action}: {error.program} was not found" if action else f"{error.program} was not found"
         st.problem = first.replace(f" on {machine}", "")  # the card is the machine already
+        if isinstance(error, ModelFailed) and error.log_tail:
+            # The child's own last error line says why ("... model is corrupted or incomplete"): on the card, in
+            # full when it is selected, where the log panel cuts it at its edge.
+            key = next((ln for ln in reversed(error.log_tail) if ln.startswith("E ")), error.log_tail[-1])
+            st.problem += f": {key.removeprefix('E ').strip()}"
         st.problem_model = model
+        caused_by_state = isinstance(error, RouterNotRunning | RouterUnreachable | TransportError)
+        st.problem_cause = _state_of(st.view) if caused_by_state else None
+        st.problem_failed_model = isinstance(error, ModelFailed)
+
+
+def _state_of(v: MachineView) -> tuple[Connection, RouterState]:
+    return v.connection, v.router_state
+
+
+def _failed(m: ModelInfo) -> bool:
+    return m.failed or m.state is ModelState.FAILED
 
 
 def _healthy(v: MachineView) -> bool:

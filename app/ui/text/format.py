@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from app.services.core.connect_cause import names_a_connect_cause
 from app.services.core.fleet_events import MachineView
 from app.services.core.host_types import Connection
 from app.services.core.router_types import ModelInfo, ModelState, RouterState
@@ -113,12 +114,23 @@ def badge(m: ModelInfo, g: Glyphs) -> tuple[str, str]:
     if st is ModelState.SLEEPING:
         return f"{g.sleeping} sleeping", IDLE
     if st is ModelState.DOWNLOADING:
-        return f"{g.downloading} downloading", INFO
+        return download_badge(m, g), INFO
     if st is ModelState.DOWNLOADED:
         return f"{g.unloaded} downloaded", INFO
     if st is ModelState.UNLOADED:
         return f"{g.unloaded} unloaded", DIM
     return f"? {st.value}", DIM
+
+
+def download_badge(m: ModelInfo, g: Glyphs) -> str:
+    """ "⇣ downloading  45% ▮▮▯▯▯ 120M/270M 31M/s 0:05" while its progress events come (the list has none)."""
+    d = m.download
+    if d is None or d.fraction is None:
+        return f"{g.downloading} downloading" + (f" {human_bytes(d.done)}" if d is not None and d.done else "")
+    rate = f" {human_bytes(d.rate)}/s" if d.rate else ""
+    eta = f" {int(d.eta) // 60}:{int(d.eta) % 60:02d}" if d.eta is not None and d.eta < 360_000 else ""
+    sizes = f"{human_bytes(d.done)}/{human_bytes(d.total)}"
+    return f"{g.downloading} downloading {d.fraction * 100:3.0f}% {g.bar(d.fraction, 5)} {sizes}{rate}{eta}"
 
 
 def vision(m: ModelInfo) -> tuple[str, str]:
@@ -191,8 +203,11 @@ def router_text(v: MachineView, now: float | None) -> tuple[str, str]:
         why = f": {visible(v.router_reason)}" if v.router_reason else ""
         return f"exited{code}{why}", BAD
     if st is RouterState.UNREACHABLE:
+        # Nothing answered at all (refused, no route, a name not resolved): "not answering" was the wrong word for
+        # that; it stays for a router that is reached but whose answers fail (cut off, too big).
         why = f": {visible(v.router_reason)}" if v.router_reason else ""
-        return f"not answering{why}", BAD
+        word = "unreachable" if names_a_connect_cause(v.router_reason) else "not answering"
+        return f"{word}{why}", BAD
     if st is RouterState.NOT_ANSWERING:
         # Its process is there (so not "exited") but it says nothing in time; the reason says what timed out.
         why = re.sub(r"router not answering \((.*)\)$", r"\1", v.router_reason.removeprefix(f"{v.name}: ")).strip()

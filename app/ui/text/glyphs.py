@@ -72,7 +72,11 @@ class Glyphs:
             lines.append(cur)
         if len(lines) > max_lines:
             lines = lines[:max_lines]
-            lines[-1] = self.clip(lines[-1] + " " + self.ellipsis * 2, width)
+            # One ellipsis says there is more: after the last word when it fits, else in place of its end (two
+            # were appended before, and a short last line showed both: `[Errno -2] ……`).
+            last, more = lines[-1], " " + self.ellipsis
+            fits = len(last) + len(more) <= width
+            lines[-1] = last + more if fits else last[: max(0, width - len(self.ellipsis))] + self.ellipsis
         return [self.clip(ln, width) for ln in lines]
 
     def clip(self, text: str, width: int) -> str:

@@ -112,6 +112,8 @@ class VirtualTable(ScrollView, can_focus=True):
         """Row keys in display order."""
         self._index: dict[str, int] = {}
         self.cursor_row = 0
+        self.marked: set[str] = set()
+        """Row keys marked for an action on all of them at once (space); rows that go away leave it."""
         self._announced: str | None = None
         self._hover_row = HEADER - 1
         self._show_hover = False
@@ -167,9 +169,25 @@ class VirtualTable(ScrollView, can_focus=True):
         """A new display order (rows came, went or were sorted): every line on screen is drawn again."""
         self.order = order
         self._index = {k: i for i, k in enumerate(order)}
+        if self.marked:
+            self.marked &= self._index.keys()
         self.cursor_row = clamp(self.cursor_row, 0, max(0, len(order) - 1))
         self._fit_virtual_size()
         self.refresh()
+
+    def toggle_mark(self) -> None:
+        """Mark the cursor's row, or unmark it, and go down a row (marking a run is space, space, space)."""
+        key = self.cursor_key()
+        if key is None:
+            return
+        self.marked.symmetric_difference_update({key})
+        self.refresh_row(self.cursor_row)
+        self.move_cursor(row=self.cursor_row + 1)
+
+    def clear_marks(self) -> None:
+        if self.marked:
+            self.marked.clear()
+            self.refresh()
 
     def set_widths(self, widths: Sequence[int]) -> None:
         """New column content widths: laid out now, every line drawn at them."""
@@ -341,7 +359,7 @@ class VirtualTable(ScrollView, can_focus=True):
             key = self.order[index]
             row = self.rows_now[key]
         hover = self._show_hover and index == self._hover_row
-        cache_key = (key, index, index == self.cursor_row, hover, self._look)
+        cache_key = (key, index, index == self.cursor_row, hover, self._look, key in self.marked)
         hit = self._lines.get(cache_key)
         if hit is not None and hit[0] is row:
             return hit[1]
@@ -363,6 +381,8 @@ class VirtualTable(ScrollView, can_focus=True):
         base = self.rich_style
         header = index == HEADER
         row_style = self.get_component_styles("vtable--header").rich_style if header else base
+        if not header and self.marked and self.order[index] in self.marked:
+            row_style = row_style + self.get_component_rich_style("vtable--marked")
         component, post = cell_styles(self.get_component_rich_style, header, hover, cursor)
         cells: Sequence[CellSpec | int] = range(len(self.cols)) if row is None else row  # the header: by column
         segments: list[Segment] = []

@@ -8,7 +8,14 @@ from collections.abc import Callable
 from rich.style import Style
 
 COMPONENT_CLASSES = frozenset(
-    {"vtable--cursor", "vtable--hover", "vtable--header", "vtable--header-cursor", "vtable--header-hover"}
+    {
+        "vtable--cursor",
+        "vtable--hover",
+        "vtable--header",
+        "vtable--header-cursor",
+        "vtable--header-hover",
+        "vtable--marked",
+    }
 )
 
 LOOK = """
@@ -52,6 +59,10 @@ LOOK = """
         }
         & > .vtable--hover {
             background: $block-hover-background;
+        }
+        & > .vtable--marked {
+            background: $secondary 35%;
+            text-style: bold;
         }
     }
     """
