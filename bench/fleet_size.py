@@ -12,24 +12,17 @@ Run: python -m bench.fleet_size [N] [SECONDS]     (default: 50 machines, 40 s id
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import re
-import shlex
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
-
-import psutil
 
 from app.config import Config, MachineConfig
 from app.services.core.router_types import RouterState
 from app.services.fleet import Fleet
 from app.ui.app import make_app
 from bench.common import start_router, tiny_models, workdir
-from bench.ui_idle_cpu import cpu_seconds
+from bench.ui_idle_cpu import tmux_idle
 from tests.helpers.router import RouterProc
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,30 +58,6 @@ async def time_to_up(config: Config) -> float:
             await pilot.pause(0.01)
 
 
-def idle_in_tmux(cfg: Path, seconds: float) -> tuple[float, float, str]:
-    sock = f"llamaherd-fleet-{os.getpid()}"
-    cmd = f"cd {shlex.quote(str(ROOT))} && exec env TERM=screen-256color {shlex.quote(sys.executable)} -m app " \
-          f"--config {shlex.quote(str(cfg))}"  # fmt: skip
-    new = ["new-session", "-d", "-x", "160", "-y", "50", "-s", "b", cmd]
-    subprocess.run(["tmux", "-L", sock, "-f", "/dev/null", *new], check=True)
-    pids = [int(subprocess.run(["tmux", "-L", sock, "display-message", "-p", "-t", "b", f], capture_output=True,
-                               text=True).stdout.strip()) for f in ("#{pane_pid}", "#{pid}")]  # fmt: skip
-    try:
-        app = psutil.Process(pids[0])
-        time.sleep(SETTLE)
-        c0, w0 = cpu_seconds(app), time.monotonic()
-        time.sleep(seconds)
-        c1, w1 = cpu_seconds(app), time.monotonic()
-        rss = app.memory_info().rss / 2**20
-        screen = subprocess.run(["tmux", "-L", sock, "capture-pane", "-p", "-t", "b"], capture_output=True, text=True)
-        return (c1 - c0) / (w1 - w0), rss, screen.stdout
-    finally:
-        subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-
-
 def main(n: int, seconds: float) -> None:
     d = workdir()
     routers = start_routers(n, d)
@@ -97,7 +66,8 @@ def main(n: int, seconds: float) -> None:
         cfg = d / "config.toml"
         cfg.write_text("".join(f'[[machines]]\nname = "{m.name}"\nurl = "{m.url}"\n\n' for m in machines))
         up = asyncio.run(time_to_up(Config(machines=machines)))
-        share, rss, screen = idle_in_tmux(cfg, seconds)
+        idle = tmux_idle(cfg, seconds, settle=SETTLE)
+        share, rss, screen = idle.share, idle.rss_mb, idle.screen
     finally:
         for r in routers:
             r.stop()

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -49,7 +50,16 @@ def cpu_seconds(p: psutil.Process) -> float:
     return total
 
 
-def in_tmux(cfg: Path, seconds: float, state: Path | None = None, settle: float = SETTLE) -> float:
+@dataclass(frozen=True)
+class TmuxIdle:
+    share: float
+    """The dashboard's CPU (and its children's) over wall time."""
+    rss_mb: float
+    screen: str
+
+
+def tmux_idle(cfg: Path, seconds: float, state: Path | None = None, settle: float = SETTLE) -> TmuxIdle:
+    """The real `python -m app` in a tmux pane of 160×50, measured after `settle` for `seconds`."""
     sock = f"llamaherd-bench-{os.getpid()}"
     xdg = f"XDG_STATE_HOME={shlex.quote(str(state))} " if state is not None else ""
     cmd = f"cd {shlex.quote(str(ROOT))} && exec env TERM=screen-256color {xdg}{shlex.quote(sys.executable)} -m app " \
@@ -64,14 +74,20 @@ def in_tmux(cfg: Path, seconds: float, state: Path | None = None, settle: float 
         c0, w0 = cpu_seconds(app), time.monotonic()
         time.sleep(seconds)
         c1, w1 = cpu_seconds(app), time.monotonic()
+        rss = app.memory_info().rss / 2**20
         screen = subprocess.run(["tmux", "-L", sock, "capture-pane", "-p", "-t", "b"], capture_output=True, text=True)
-        print("\n".join(screen.stdout.splitlines()[:8]))
-        return (c1 - c0) / (w1 - w0)
+        return TmuxIdle((c1 - c0) / (w1 - w0), rss, screen.stdout)
     finally:
         subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def in_tmux(cfg: Path, seconds: float, state: Path | None = None, settle: float = SETTLE) -> float:
+    measured = tmux_idle(cfg, seconds, state, settle)
+    print("\n".join(measured.screen.splitlines()[:8]))
+    return measured.share
 
 
 async def headless(config: Config, seconds: float) -> float:

@@ -23,7 +23,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 # The fixtures of tests/helpers/sshd.py (one sshd, and one without SFTP, for the whole session, shared by every module
 # that asks for them) and tests/helpers/tmux.py (a tmux server of the test's own).
-pytest_plugins = ["tests.helpers.sshd", "tests.helpers.tmux"]
+pytest_plugins = ["tests.helpers.sshd", "tests.helpers.tmux", "tests.helpers.hub_standin"]
 
 # What a test needs, as the fixtures it takes (directly or through other fixtures) tell it: a test that takes one
 # of these carries the marker, so `-m "not ssh"` (and the others) really leave that component out. The markers are

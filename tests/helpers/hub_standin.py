@@ -29,6 +29,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import pytest
+
 from app.tinymodels import TinySpec, write_tiny_model
 
 CHUNK = 16384
@@ -305,3 +307,19 @@ if __name__ == "__main__":
     import sys
 
     main(sys.argv[1:])
+
+
+# ---- fixtures (a pytest plugin: tests/conftest.py names this module in pytest_plugins) ----
+
+
+@pytest.fixture(scope="module")
+def hub_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of tiny GGUF repos, written once per test module."""
+    return write_tiny_hub(tmp_path_factory.mktemp("hub"))
+
+
+@pytest.fixture
+def hub(hub_root: Path) -> Iterator[HubStandin]:
+    """The stand-in hub serving `hub_root` on loopback, stopped after the test."""
+    with running_hub(hub_root) as h:
+        yield h

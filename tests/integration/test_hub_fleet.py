@@ -4,8 +4,7 @@ the Fleet's model list and its progress events, cancel by name, a failure as a P
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -16,21 +15,10 @@ from app.services.fleet import Fleet
 from app.services.history.store import HistoryStore
 from app.services.hub.progress import PullProgress
 from tests.helpers.herd import Herd, local_config
-from tests.helpers.hub_standin import TINY_REPO, HubStandin, running_hub, write_tiny_hub
+from tests.helpers.hub_standin import TINY_REPO, HubStandin
 from tests.helpers.wait import wait_for
 
 Q4, Q8 = f"{TINY_REPO}:Q4_K_M", f"{TINY_REPO}:Q8_0"
-
-
-@pytest.fixture(scope="module")
-def hub_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_tiny_hub(tmp_path_factory.mktemp("hub"))
-
-
-@pytest.fixture
-def hub(hub_root: Path) -> Iterator[HubStandin]:
-    with running_hub(hub_root) as h:
-        yield h
 
 
 @pytest.fixture

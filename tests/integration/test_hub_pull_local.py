@@ -22,8 +22,6 @@ from tests.helpers.hub_standin import (
     HubStandin,
     closed_hub,
     commit_of,
-    running_hub,
-    write_tiny_hub,
 )
 from tests.helpers.tmpfs import tmpfs
 from tests.helpers.tmux import Tmux
@@ -33,17 +31,6 @@ from tests.helpers.wait import wait_for_sync
 # token, authentication disabled"), and a gated hub then refuses.
 TOKEN = "hf_TestTokenThatMustStaySecret0123456"
 Q4 = f"{TINY_REPO}:Q4_K_M"
-
-
-@pytest.fixture(scope="module")
-def hub_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_tiny_hub(tmp_path_factory.mktemp("hub"))
-
-
-@pytest.fixture
-def hub(hub_root: Path) -> Iterator[HubStandin]:
-    with running_hub(hub_root) as h:
-        yield h
 
 
 def configure(herd: Herd, hub_url: str, cache: Path, **extra: object) -> None:

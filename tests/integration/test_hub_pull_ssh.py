@@ -16,24 +16,13 @@ import psutil
 import pytest
 
 from tests.helpers.herd import Herd
-from tests.helpers.hub_standin import TINY_REPO, VISION_REPO, HubStandin, closed_hub, running_hub, write_tiny_hub
+from tests.helpers.hub_standin import TINY_REPO, VISION_REPO, HubStandin, closed_hub
 from tests.helpers.router import preset_text
 from tests.helpers.sshd import SshServer
 from tests.helpers.tmpfs import tmpfs
 
 TOKEN = "hf_FarTokenThatMustStaySecret567890123"
 Q4 = f"{TINY_REPO}:Q4_K_M"
-
-
-@pytest.fixture(scope="module")
-def hub_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_tiny_hub(tmp_path_factory.mktemp("hub"))
-
-
-@pytest.fixture
-def hub(hub_root: Path) -> Iterator[HubStandin]:
-    with running_hub(hub_root) as h:
-        yield h
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -15,20 +14,7 @@ from tests.helpers.hub_standin import (
     HubStandin,
     closed_hub,
     commit_of,
-    running_hub,
-    write_tiny_hub,
 )
-
-
-@pytest.fixture(scope="module")
-def hub_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_tiny_hub(tmp_path_factory.mktemp("hub"))
-
-
-@pytest.fixture
-def hub(hub_root: Path) -> Iterator[HubStandin]:
-    with running_hub(hub_root) as h:
-        yield h
 
 
 def test_refs_tree_head_and_ranged_get(hub: HubStandin, hub_root: Path) -> None:

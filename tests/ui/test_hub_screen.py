@@ -4,7 +4,6 @@ table shows the downloading row with its progress; `u` on it cancels; the palett
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,24 +18,13 @@ from app.services.fleet import Fleet
 from app.ui.app import HerdApp, make_app
 from app.ui.screens.hub import HubScreen, recent_choices
 from app.ui.state.herd_state import HerdState
-from tests.helpers.hub_standin import TINY_REPO, HubStandin, running_hub, write_tiny_hub
+from tests.helpers.hub_standin import TINY_REPO, HubStandin
 from tests.helpers.router import RouterProc
 from tests.helpers.screen import record_notifications
 from tests.helpers.wait import wait_for
 
 SIZE = (140, 40)
 Q4 = f"{TINY_REPO}:Q4_K_M"
-
-
-@pytest.fixture(scope="module")
-def hub_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_tiny_hub(tmp_path_factory.mktemp("hub"))
-
-
-@pytest.fixture
-def hub(hub_root: Path) -> Iterator[HubStandin]:
-    with running_hub(hub_root) as h:
-        yield h
 
 
 @pytest.fixture

@@ -135,19 +135,31 @@ def hook_env(s: Situation, extra: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-async def run_hook(hook: HookConfig, s: Situation, extra: Mapping[str, str]) -> HookRun:
-    """Run one hook for one situation: its own process group, stdin closed, output bounded, killed at its timeout."""
+@dataclass(frozen=True)
+class CommandRun:
+    """How an operator's command (a hook's, a plugin's) ended."""
+
+    exit_code: int | None
+    """None: it did not finish (timed out and killed) or could not start."""
+    output: str
+    """Its stdout and stderr together, the last OUTPUT_BOUND bytes."""
+    error: str = ""
+
+
+async def run_bounded(command: Sequence[str], env: Mapping[str, str], timeout: float) -> CommandRun:
+    """Run a command of the operator's: its own process group (its children go with it when it is killed), stdin
+    closed, output bounded, killed at `timeout`."""
     try:
         proc = await asyncio.create_subprocess_exec(
-            *hook.command,
+            *command,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
-            env=hook_env(s, extra),
-            start_new_session=True,  # its children go with it when it is killed
+            env=dict(env),
+            start_new_session=True,
         )
     except OSError as e:
-        return HookRun(hook, s, None, "", f"cannot run {hook.command[0]}: {e.strerror or e}")
+        return CommandRun(None, "", f"cannot run {command[0]}: {e.strerror or e}")
     kept = bytearray()
 
     async def read() -> None:
@@ -157,14 +169,20 @@ async def run_hook(hook: HookConfig, s: Situation, extra: Mapping[str, str]) -> 
             del kept[:-OUTPUT_BOUND]
 
     try:
-        await within(asyncio.gather(read(), proc.wait()), hook.timeout)
+        await within(asyncio.gather(read(), proc.wait()), timeout)
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, 9)
         await proc.wait()
-        return HookRun(hook, s, None, kept.decode(errors="replace"), f"timed out after {hook.timeout:g} s")
+        return CommandRun(None, kept.decode(errors="replace"), f"timed out after {timeout:g} s")
     except asyncio.CancelledError:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, 9)
         raise
-    return HookRun(hook, s, proc.returncode, kept.decode(errors="replace"))
+    return CommandRun(proc.returncode, kept.decode(errors="replace"))
+
+
+async def run_hook(hook: HookConfig, s: Situation, extra: Mapping[str, str]) -> HookRun:
+    """Run one hook for one situation, what happened in its environment."""
+    done = await run_bounded(hook.command, hook_env(s, extra), hook.timeout)
+    return HookRun(hook, s, done.exit_code, done.output, done.error)
