@@ -89,7 +89,7 @@ async def idle_cpu(seconds: float) -> float:
 
 
 async def follow_pull(router: RouterProc, size: int, rate: float) -> None:
-    fleet = Fleet(Config(machines=[MachineConfig(name="here", url=router.url)]))
+    fleet = Fleet(Config(machines=(MachineConfig(name="here", url=router.url),)))
     try:
         await fleet.start()
         while fleet.view("here").router_state is not RouterState.ATTACHED:

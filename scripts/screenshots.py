@@ -218,6 +218,12 @@ class ShotFleet:
     async def stop_router(self, machine: str) -> None:
         await self.fleet.stop_router(machine)
 
+    async def router_env(self, machine: str) -> dict[str, str]:
+        return await self.fleet.router_env(machine)
+
+    def retry_now(self, machine: str) -> None:
+        self.fleet.retry_now(machine)
+
     async def llama_server_found(self, machine: str) -> str | None:
         return await self.fleet.llama_server_found(machine)
 

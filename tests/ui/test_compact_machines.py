@@ -10,6 +10,7 @@ from app.config import Config
 from app.services.core.host_types import Connection
 from app.services.core.router_types import ModelState, RouterState
 from app.ui.app import HerdApp, make_app
+from app.ui.dashboard.machine_card import MachineCard
 from tests.helpers.screen import record_notifications, screen_text
 from tests.helpers.standin_fleet import NOW, StandInFleet, model, view
 from tests.helpers.wait import wait_for
@@ -81,7 +82,7 @@ async def test_problems_first_and_the_title_counts_each_trouble() -> None:
         await pilot.press("exclamation_mark")
         await wait_for(lambda: pane.names[:3] == ["box7", "box6", "box5"], pilot=pilot, what="worst trouble first")
         assert pane.names[3:] == [f"box{i}" for i in range(5)]  # the rest keep their configured order
-        children = [c.machine for c in pane.query("MachineCard") if c.id != "machines-detail"]
+        children = [c.machine for c in pane.query(MachineCard) if c.id != "machines-detail"]
         assert children == pane.names  # shown in that order, not only listed
         await pilot.press("exclamation_mark")
         await wait_for(lambda: pane.names == [f"box{i}" for i in range(8)], pilot=pilot, what="configured order")
