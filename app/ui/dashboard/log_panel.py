@@ -422,7 +422,8 @@ class LogPanel(ScrollView, can_focus=True):
             raise SkipAction()
         self.app.copy_to_clipboard(text)
         n = text.count("\n") + 1
-        self.app.notify(f"copied {n:,} line{'s' if n != 1 else ''} (OSC 52: the terminal's clipboard)", timeout=3)
+        said = f"copied {n:,} line{'s' if n != 1 else ''} (OSC 52: the terminal's clipboard)"
+        self.app.notify(said, timeout=3, markup=False)
 
     # ---- find: `/`, then `n` (newer) and `N` (older) ----
 

@@ -590,8 +590,8 @@ class DashboardScreen(Screen[None]):
                 with self.app.suspend():
                     done = run_foreground(plugin, env)
             ok = done.exit_code == 0
-            self.app.notify(outcome_line(plugin, done), title=visible(what), severity="information" if ok else "error",
-                            timeout=6 if ok else 12, markup=False)  # fmt: skip
+            line, title, severity = outcome_line(plugin, done), visible(what), "information" if ok else "error"
+            self.app.notify(line, title=title, markup=False, severity=severity, timeout=6 if ok else 12)
 
         def go(yes: bool | None = True) -> None:
             if yes:
