@@ -590,8 +590,11 @@ class DashboardScreen(Screen[None]):
                 with self.app.suspend():
                     done = run_foreground(plugin, env)
             ok = done.exit_code == 0
-            line, title, severity = outcome_line(plugin, done), visible(what), "information" if ok else "error"
-            self.app.notify(line, title=title, markup=False, severity=severity, timeout=6 if ok else 12)
+            line, title = outcome_line(plugin, done), visible(what)
+            if ok:
+                self.app.notify(line, title=title, markup=False, severity="information", timeout=6)
+            else:
+                self.app.notify(line, title=title, markup=False, severity="error", timeout=12)
 
         def go(yes: bool | None = True) -> None:
             if yes:
