@@ -18,19 +18,12 @@ from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 
+from app.web.browser_socket import open_websocket, refused_when_full, screen_size
+
 log = logging.getLogger("llamaherd.serve")
 
-# Bound: one message from a browser (a key, a paste, a resize); a larger one closes that session's websocket.
-MAX_WS_MESSAGE = 1 << 20
 # Bound: how long a session's process has to leave after it is told to quit, before it is killed by pid.
 QUIT_GRACE = 5.0
-
-
-def _int(text: str, default: int, low: int, high: int) -> int:
-    try:
-        return max(low, min(high, int(text)))
-    except ValueError:
-        return default
 
 
 async def _close(websocket: web.WebSocketResponse) -> None:
@@ -44,25 +37,15 @@ class Sessions:
         self.live: set[AppService] = set()
         self.downloads = DownloadManager()
 
-    @property
-    def full(self) -> bool:
-        return len(self.live) >= self.max_sessions
-
     def pids(self) -> list[int]:
         """The session processes running now (their pids), for the tests and the bench."""
         return [s._process.pid for s in self.live if s._process is not None]
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        if self.full:
-            return web.Response(
-                status=503,
-                text=f"llamaherd serve: {len(self.live)} browser sessions are open, the most it allows "
-                "(--max-sessions); close one and reload\n",
-            )
-        websocket = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_WS_MESSAGE)
-        width = _int(request.query.get("width", "80"), 80, 20, 1000)
-        height = _int(request.query.get("height", "24"), 24, 10, 500)
-        await websocket.prepare(request)
+        refused = refused_when_full(len(self.live), self.max_sessions)
+        if refused is not None:
+            return refused
+        websocket, width, height = await open_websocket(request)
         service = AppService(
             self.command,
             write_bytes=websocket.send_bytes,
@@ -96,7 +79,7 @@ class Sessions:
             if kind == "stdin" and isinstance(data, str):
                 await service.send_bytes(data.encode("utf-8"))
             elif kind == "resize" and isinstance(data, dict):
-                w, h = _int(str(data.get("width")), 80, 20, 1000), _int(str(data.get("height")), 24, 10, 500)
+                w, h = screen_size(data.get("width"), data.get("height"))
                 await service.set_terminal_size(w, h)
             elif kind == "ping":
                 await websocket.send_json(["pong", data])

@@ -23,11 +23,11 @@ from app.services.core.waits import within
 from app.services.fleet import Fleet
 from app.services.history.store import HistoryStore
 from app.ui.app import HerdApp, make_app
+from app.web.browser_socket import open_websocket, refused_when_full, screen_size
 from app.web.session_driver import SessionDriver, session_driver_class
 
 log = logging.getLogger("llamaherd.serve")
 
-MAX_WS_MESSAGE = 1 << 20  # bound: one message from a browser (a key, a paste, a resize)
 # Bound: output a tab has not taken yet; a tab this far behind (a browser that stopped reading) is closed.
 MAX_BACKLOG = 16 << 20
 MAX_EARLY = 64  # bound: messages kept from a page before its dashboard can take them
@@ -39,19 +39,12 @@ class ServedFleet(Fleet):
         """Every machine's activity is polled: the metrics export it, whatever a tab shows."""
 
 
-def _int(value: object, default: int, low: int, high: int) -> int:
-    try:
-        return max(low, min(high, int(str(value))))
-    except ValueError:
-        return default
-
-
 def apply(driver: SessionDriver, kind: object, data: object) -> None:
     """One message from the page, to the dashboard."""
     if kind == "stdin" and isinstance(data, str):
         driver.feed(data)
     elif kind == "resize" and isinstance(data, dict):
-        driver.resize(_int(data.get("width"), 80, 20, 1000), _int(data.get("height"), 24, 10, 500))
+        driver.resize(*screen_size(data.get("width"), data.get("height")))
     elif kind in ("focus", "blur"):
         driver.focus(kind == "focus")
 
@@ -106,21 +99,11 @@ class SharedSessions:
         self._running: set[asyncio.Task[object]] = set()
         self._streams = (sys.stdout, sys.stderr)
 
-    @property
-    def full(self) -> bool:
-        return len(self.live) >= self.max_sessions
-
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        if self.full:
-            return web.Response(
-                status=503,
-                text=f"llamaherd serve: {len(self.live)} browser sessions are open, the most it allows "
-                "(--max-sessions); close one and reload\n",
-            )
-        websocket = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_WS_MESSAGE)
-        width = _int(request.query.get("width", "80"), 80, 20, 1000)
-        height = _int(request.query.get("height", "24"), 24, 10, 500)
-        await websocket.prepare(request)
+        refused = refused_when_full(len(self.live), self.max_sessions)
+        if refused is not None:
+            return refused
+        websocket, width, height = await open_websocket(request)
         session = Session(websocket)
         app = make_app(self.config, self.fleet, history=self.history)
         app.manage_fleet = False  # the serve process starts and closes the Fleet, not a tab
