@@ -237,11 +237,7 @@ class MachineCard(Widget):
         st, g = self.state, self.glyphs
         v = st.view
         down = is_down(v)
-        now = self.clock()
-        rtext, rstyle = router_text(v, now)
-        self._uptime_text = rtext
-        self._stale_text = _stale_label(st, now)
-        ctext, cstyle = connection_text(v)
+        (rtext, rstyle), (ctext, cstyle) = self._state_texts()
         mark = Text(g.selected if self.selected else " ", style="bold")
         dot = Text(g.machine_down if down else g.machine_up, style=BAD if down else "green")
         name = plain(v.name, "bold")
@@ -318,17 +314,21 @@ class MachineCard(Widget):
             ln.truncate(width, overflow="ellipsis" if not g.ascii else "crop")
         return lines
 
+    def _state_texts(self) -> tuple[tuple[str, str], tuple[str, str]]:
+        """(router text, style), (connection text, style) now; what `tick` compares against is noted as they are."""
+        st, now = self.state, self.clock()
+        router = router_text(st.view, now)
+        self._uptime_text = router[0]
+        self._stale_text = _stale_label(st, now)
+        return router, connection_text(st.view)
+
     def _compact_line(self, width: int) -> Text:
         """`▌● name  state  loaded/total ✖failed  cpu 19% ▁▅▃ mem …`: the router's state in one word (its reason is
         on the selected machine's full card), then as many host figures as fit."""
         st, g = self.state, self.glyphs
         v = st.view
         down = is_down(v)
-        now = self.clock()
-        rtext, rstyle = router_text(v, now)
-        self._uptime_text = rtext
-        self._stale_text = _stale_label(st, now)
-        ctext, cstyle = connection_text(v)
+        (rtext, rstyle), (ctext, cstyle) = self._state_texts()
         if v.connection is Connection.UNREACHABLE:
             word, style = ctext.partition(": ")[0], cstyle
         else:
