@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -14,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 from app.services.lifecycle.llama_server_binary import HOW_TO_GET, find_llama_server
 from app.tinymodels import TinySpec, write_corrupt_model, write_tiny_model
@@ -125,3 +128,14 @@ def far_side() -> FarSide | None:
         return None
     return FarSide(d=d, program=program, server=server, herd=Herd(root=d, config=d / "config.toml"),
                    trace=d / "trace.log")  # fmt: skip
+
+
+def cpu_seconds(p: psutil.Process) -> float:
+    """CPU seconds of a process and all its children (user and system)."""
+    t = p.cpu_times()
+    total = float(t.user + t.system)
+    for c in p.children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            ct = c.cpu_times()
+            total += ct.user + ct.system
+    return total

@@ -15,7 +15,6 @@ Run: python -m bench.metrics_scrape [SECONDS]     (default 60)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import subprocess
@@ -38,7 +37,7 @@ from app.services.core.router_types import ModelInfo, ModelState, RouterState
 from app.services.fleet import Fleet
 from app.services.metrics.collector import FleetMetrics
 from app.web.server import ServeOptions, start_server
-from bench.common import figures, start_router, tiny_models, workdir
+from bench.common import cpu_seconds, figures, start_router, tiny_models, workdir
 from tests.helpers.herd import Herd
 
 MACHINES, MODELS, LOADED = 50, 20, 4
@@ -140,16 +139,6 @@ def scrape_times() -> None:
     print("router requests made by these scrapes: 0 (the fleet is never started; the figures are its held state)")
     loop.call_soon_threadsafe(loop.stop)
     t.join(10)
-
-
-def cpu_seconds(p: psutil.Process) -> float:
-    t = p.cpu_times()
-    total = float(t.user + t.system)
-    for c in p.children(recursive=True):
-        with contextlib.suppress(psutil.NoSuchProcess):
-            ct = c.cpu_times()
-            total += ct.user + ct.system
-    return total
 
 
 def idle_cpu(seconds: float) -> None:

@@ -36,8 +36,8 @@ from app.services.core.router_types import DownloadProgressEvent, RouterState
 from app.services.fleet import Fleet
 from app.services.lifecycle.llama_server_binary import HOW_TO_GET, find_llama_server
 from app.tinymodels import TinySpec, write_tiny_model
-from bench.common import workdir
-from bench.ui_idle_cpu import ROOT, SETTLE, cpu_seconds
+from bench.common import cpu_seconds, workdir
+from bench.ui_idle_cpu import ROOT, SETTLE
 from tests.helpers.router import RouterProc
 
 REPO = "bench/Big-GGUF"

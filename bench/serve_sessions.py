@@ -27,7 +27,7 @@ import aiohttp
 import httpx
 import psutil
 
-from bench.common import start_router, tiny_models, workdir
+from bench.common import cpu_seconds, start_router, tiny_models, workdir
 from tests.helpers.herd import Herd
 from tests.helpers.router import preset_text
 from tests.helpers.sshd import SshdUnavailable, SshServer, start_sshd
@@ -63,15 +63,6 @@ async def read_all(ws: aiohttp.ClientWebSocketResponse) -> None:
     """Read what a dashboard draws, as a browser would, until its websocket closes."""
     async for _ in ws:
         pass
-
-
-def cpu_seconds(root: psutil.Process) -> float:
-    total = 0.0
-    for p in [root, *root.children(recursive=True)]:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            t = p.cpu_times()
-            total += t.user + t.system
-    return total
 
 
 def mib(n: float) -> str:

@@ -32,22 +32,12 @@ from app.services.fleet import Fleet
 from app.services.lifecycle.llama_server_binary import HOW_TO_GET, find_llama_server
 from app.services.machine.machine import Machine
 from app.ui.app import make_app
-from bench.common import start_router, tiny_models, workdir
+from bench.common import cpu_seconds, start_router, tiny_models, workdir
 from tests.helpers.router import RouterProc, preset_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTLE = 5.0
 UPTIME_MINUTE = 62.0
-
-
-def cpu_seconds(p: psutil.Process) -> float:
-    t = p.cpu_times()
-    total = float(t.user + t.system)
-    for c in p.children(recursive=True):
-        with contextlib.suppress(psutil.NoSuchProcess):
-            ct = c.cpu_times()
-            total += ct.user + ct.system
-    return total
 
 
 @dataclass(frozen=True)
