@@ -54,17 +54,36 @@ def parse_hooks(raw: Any, path: Path, line_of: LineOf) -> tuple[HookConfig, ...]
     return tuple(_hook(h, i, path, line_of) for i, h in enumerate(raw))
 
 
-def _hook(raw: Any, idx: int, path: Path, line_of: LineOf) -> HookConfig:
+def entry_where(
+    raw: Any, table: str, idx: int, path: Path, line_of: LineOf, known: tuple[str, ...]
+) -> Callable[[str], str]:
+    """Check that one [[table]] entry is a table of known keys; give back where a key of it stands (file:line)."""
+
     def where(key: str) -> str:
-        line = line_of(key, "hooks", idx)
+        line = line_of(key, table, idx)
         return f"{path}:{line}" if line else str(path)
 
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: each [[hooks]] entry must be a table")
+        raise ConfigError(f"{path}: each [[{table}]] entry must be a table")
     for key in raw:
-        if key not in HOOK_KEYS:
-            known = ", ".join(HOOK_KEYS)
-            raise ConfigError(f"{where(key)}: unknown key {key!r} in [[hooks]] #{idx + 1} (known: {known})")
+        if key not in known:
+            raise ConfigError(
+                f"{where(key)}: unknown key {key!r} in [[{table}]] #{idx + 1} (known: {', '.join(known)})"
+            )
+    return where
+
+
+def command_of(raw: dict[str, Any], table: str, idx: int, where: Callable[[str], str]) -> tuple[str, ...]:
+    """An entry's `command`: argv, a non-empty list of non-empty strings."""
+    command = raw.get("command")
+    if not isinstance(command, list) or not command or not all(isinstance(c, str) and c for c in command):
+        raise ConfigError(f"{where('command')}: key 'command' in [[{table}]] #{idx + 1} must be a non-empty list of "
+                          'strings (argv, e.g. ["notify-send", "llamaherd"])')  # fmt: skip
+    return tuple(command)
+
+
+def _hook(raw: Any, idx: int, path: Path, line_of: LineOf) -> HookConfig:
+    where = entry_where(raw, "hooks", idx, path, line_of, HOOK_KEYS)
     on = raw.get("on")
     if isinstance(on, str):
         on = [on]
@@ -73,17 +92,14 @@ def _hook(raw: Any, idx: int, path: Path, line_of: LineOf) -> HookConfig:
     unknown = [e for e in on if e not in HOOK_EVENTS]
     if unknown:
         raise ConfigError(f"{where('on')}: key 'on': no event {unknown[0]!r} (events: {', '.join(HOOK_EVENTS)})")
-    command = raw.get("command")
-    if not isinstance(command, list) or not command or not all(isinstance(c, str) and c for c in command):
-        raise ConfigError(f"{where('command')}: key 'command' in [[hooks]] #{idx + 1} must be a non-empty list of "
-                          'strings (argv, e.g. ["notify-send", "llamaherd"])')  # fmt: skip
+    command = command_of(raw, "hooks", idx, where)
     sustain = parse_duration(raw.get("sustain", 0))
     if sustain is None or sustain > 86400:
         raise ConfigError(f'{where("sustain")}: key \'sustain\' must be a duration up to a day (30, "30s", "2m")')
     timeout = parse_duration(raw.get("timeout", 30))
     if timeout is None or not 0 < timeout <= MAX_TIMEOUT:
         raise ConfigError(f"{where('timeout')}: key 'timeout' must be a duration above 0 and up to an hour")
-    return HookConfig(on=tuple(dict.fromkeys(on)), command=tuple(command), sustain=sustain, timeout=timeout)
+    return HookConfig(on=tuple(dict.fromkeys(on)), command=command, sustain=sustain, timeout=timeout)
 
 
 def hooks_to_dict(hooks: tuple[HookConfig, ...]) -> list[dict[str, Any]]:

@@ -5,12 +5,12 @@ the dashboard already has (after the config's [keymap]) is refused naming both.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.config_hooks import parse_duration
+from app.config_hooks import LineOf, command_of, entry_where, parse_duration
 from app.errors import ConfigError
 from app.keymap_ids import DEFAULT_KEYS, bad_key, split_keys
 
@@ -31,9 +31,6 @@ class PluginConfig:
     command gets the terminal until it ends."""
     timeout: float = 300.0
     """A background run that takes longer is killed (its process group)."""
-
-
-LineOf = Callable[[str, str | None, int], int | None]
 
 
 def parse_plugins(raw: Any, path: Path, line_of: LineOf, keymap: Mapping[str, str]) -> tuple[PluginConfig, ...]:
@@ -58,16 +55,7 @@ def _dashboard_keys(keymap: Mapping[str, str]) -> dict[str, str]:
 
 
 def _plugin(raw: Any, idx: int, path: Path, line_of: LineOf) -> PluginConfig:
-    def where(key: str) -> str:
-        line = line_of(key, "plugins", idx)
-        return f"{path}:{line}" if line else str(path)
-
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: each [[plugins]] entry must be a table")
-    for key in raw:
-        if key not in PLUGIN_KEYS:
-            known = ", ".join(PLUGIN_KEYS)
-            raise ConfigError(f"{where(key)}: unknown key {key!r} in [[plugins]] #{idx + 1} (known: {known})")
+    where = entry_where(raw, "plugins", idx, path, line_of, PLUGIN_KEYS)
     key = raw.get("key")
     why = bad_key(key) if isinstance(key, str) else "is missing"
     if why or not isinstance(key, str):
@@ -75,10 +63,7 @@ def _plugin(raw: Any, idx: int, path: Path, line_of: LineOf) -> PluginConfig:
     description = raw.get("description", "")
     if not isinstance(description, str) or not description.strip() or "\n" in description:
         raise ConfigError(f"{where('description')}: key 'description' in [[plugins]] #{idx + 1} must be one line")
-    command = raw.get("command")
-    if not isinstance(command, list) or not command or not all(isinstance(c, str) and c for c in command):
-        raise ConfigError(f"{where('command')}: key 'command' in [[plugins]] #{idx + 1} must be a non-empty list of "
-                          "strings (argv)")  # fmt: skip
+    command = command_of(raw, "plugins", idx, where)
     scope = raw.get("scope", "model")
     if scope not in SCOPES:
         raise ConfigError(f'{where("scope")}: key \'scope\' must be "model" or "machine", not {scope!r}')
@@ -91,7 +76,7 @@ def _plugin(raw: Any, idx: int, path: Path, line_of: LineOf) -> PluginConfig:
     return PluginConfig(
         key=key,
         description=description.strip(),
-        command=tuple(command),
+        command=command,
         scope=scope,
         confirm=raw.get("confirm", False),
         background=raw.get("background", True),
