@@ -8,13 +8,12 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
+from tests.helpers.argv_watch import argv_watch
 from tests.helpers.herd import Herd
 from tests.helpers.hub_standin import TINY_REPO, VISION_REPO, HubStandin, closed_hub
 from tests.helpers.router import preset_text
@@ -53,29 +52,6 @@ def router_pid(h: Herd) -> int:
 
 def cache_ggufs(cache: Path) -> list[str]:
     return sorted(p.name for p in cache.rglob("*.gguf"))
-
-
-@contextlib.contextmanager
-def argv_watch(secrets: list[str]) -> Iterator[list[str]]:
-    """Every process command line seen (every few ms while the block runs) that holds one of `secrets`."""
-    seen: list[str] = []
-    stop = threading.Event()
-
-    def look() -> None:
-        while not stop.is_set():
-            for p in psutil.process_iter(["cmdline"]):
-                cmd = " ".join(p.info["cmdline"] or [])
-                if any(s in cmd for s in secrets):
-                    seen.append(cmd[:200])
-            stop.wait(0.003)
-
-    t = threading.Thread(target=look, daemon=True)
-    t.start()
-    try:
-        yield seen
-    finally:
-        stop.set()
-        t.join(5)
 
 
 def test_far_router_gets_the_hub_settings_and_no_argv_holds_the_token(far: Herd, hub: HubStandin) -> None:

@@ -29,19 +29,18 @@ READ_SCRIPT = f'[ -e "$1" ] || exit {MISSING}; exec cat -- "$1"'
 HEAD_SCRIPT = f'[ -e "$2" ] || exit {MISSING}; exec head -c "$1" -- "$2"'
 STAT_SCRIPT = f'[ -e "$1" ] || exit {MISSING}; exec find -L "$1" -maxdepth 0 -printf "%s %T@ %m\\n"'
 RENAME_SCRIPT = f'[ -e "$1" ] || [ -L "$1" ] || exit {MISSING}; exec mv -f -- "$1" "$2"'
-# The base64 fallback when the server has no SFTP subsystem: the data rides as an argument of sh -c (or on
-# stdin when too big for one argument: Linux caps a single argument at 128 KiB), never inside shell text, and
-# never through a heredoc, so no INI value depends on two layers of quoting. The far side says what it wrote.
+# The base64 write (small files through the remote shell, and where the server has no SFTP): $1 the path, $2 its
+# mode; the data as base64 on stdin, never as an argument (`ps` shows arguments to every user of that machine) and
+# never inside shell text, so no INI value depends on two layers of quoting. Over the remote shell, stdin is a
+# here-document of base64 lines (ssh/here_document.py). The far side says what it wrote.
 WRITE_SCRIPT = """p=$1; mode=$2
 d=$(dirname -- "$p")
 mkdir -p -- "$d" || exit 1
 tmp=$(mktemp "$d/.llamaherd.XXXXXX") || exit 1
-if [ "$#" -ge 3 ]; then printf %s "$3" | base64 -d >"$tmp"; else base64 -d >"$tmp"; fi &&
-  chmod "$mode" "$tmp" && mv -f -- "$tmp" "$p" && printf "%s\\n" "$p" && exit 0
+base64 -d >"$tmp" && chmod "$mode" "$tmp" && mv -f -- "$tmp" "$p" && printf "%s\\n" "$p" && exit 0
 rm -f -- "$tmp"
 exit 1
 """
-ARG_LIMIT = 96 * 1024
 # tail -F until our side goes away: closing the channel does not stop a remote command that never writes
 # (an idle log), so the wrapper waits for stdin to close (our EOF, or sshd closing it when the link drops)
 # and then stops tail itself.

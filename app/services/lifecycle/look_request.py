@@ -103,25 +103,32 @@ def parse_locked_look(out: bytes) -> Look | None:
     return parse_look(int(rc), rest) if rc.strip().isdigit() else None
 
 
-# $1 WRITE_SCRIPT, $2 path, $3 mode, $4 base64 data, $5 signal, $6 pid: the write, and only then the signal (stop
-# marks the record "stopping" before SIGTERM, so watchers say "stopped on request", not "crashed").
-_WRITE_THEN_SIGNAL = 'sh -c "$1" sh "$2" "$3" "$4" >/dev/null || exit 1; kill -"$5" "$6" 2>/dev/null || exit 2'
+# $1 WRITE_SCRIPT, $2 path, $3 mode, $4 signal, $5 pid; stdin the data's base64 (never an argument: `ps` shows those
+# to every user of the machine): the write, and only then the signal (stop marks the record "stopping" before
+# SIGTERM, so watchers say "stopped on request", not "crashed").
+_WRITE_THEN_SIGNAL = 'sh -c "$1" sh "$2" "$3" >/dev/null || exit 1; kill -"$4" "$5" 2>/dev/null || exit 2'
 
 
-def write_then_signal_argv(path: str, data: bytes, sig: int, pid: int) -> list[str]:
-    """One request instead of two (exit 1: not written, nothing signalled; 2: written, the signal failed)."""
-    b64 = base64.b64encode(data).decode("ascii")
-    return ["sh", "-c", _WRITE_THEN_SIGNAL, "sh", WRITE_SCRIPT, path, "600", b64, str(int(sig)), str(int(pid))]
+def stdin_of(data: bytes) -> bytes:
+    """`data` as WRITE_SCRIPT reads it on stdin: one base64 line."""
+    return base64.b64encode(data) + b"\n"
+
+
+def write_then_signal_request(path: str, data: bytes, sig: int, pid: int) -> tuple[list[str], bytes]:
+    """One request instead of two (exit 1: not written, nothing signalled; 2: written, the signal failed):
+    (argv, stdin)."""
+    argv = ["sh", "-c", _WRITE_THEN_SIGNAL, "sh", WRITE_SCRIPT, path, "600", str(int(sig)), str(int(pid))]
+    return argv, stdin_of(data)
 
 
 # $1 pid, $2 its start time (centiseconds since the epoch), $3 the start lock, $4 WRITE_SCRIPT, $5 the record, $6
-# its mode, $7 the record as base64, $8 the boot id ("" if unknown), $9 the start in centiseconds since boot. A
+# its mode, $7 the boot id ("" if unknown), $8 the start in centiseconds since boot; stdin the record's base64. A
 # start's last three steps in one request: the pid is still that process (as proc_start.same_process decides: boot
 # id and start since boot within 2 cs where known, else the epoch start within 1 s as same_start), and only then the
 # record says "running" and the lock is released, in that order: another llamaherd waiting on the lock finds the
 # running record. Exit 0: done; 3: not that process (nothing written, the lock kept); 1: the write failed (the lock
 # kept).
-_CONFIRM_RUNNING = """p=$1 want=$2 lock=$3 w=$4 rec=$5 mode=$6 data=$7 boot=$8 since=$9
+_CONFIRM_RUNNING = """p=$1 want=$2 lock=$3 w=$4 rec=$5 mode=$6 boot=$7 since=$8
 s=$(cat "/proc/$p/stat" 2>/dev/null) || exit 3
 c=$(getconf CLK_TCK 2>/dev/null) || c=100
 set -f
@@ -136,18 +143,21 @@ else
   d=$(( b * 100 + ${20} * 100 / c - want )); t=100
 fi
 [ "$d" -ge "-$t" ] && [ "$d" -le "$t" ] || exit 3
-sh -c "$w" sh "$rec" "$mode" "$data" >/dev/null || exit 1
+sh -c "$w" sh "$rec" "$mode" >/dev/null || exit 1
 rmdir -- "$lock" 2>/dev/null
 exit 0
 """
 CONFIRMED, NOT_THAT_PROCESS, NOT_WRITTEN = 0, 3, 1
 
 
-def confirm_running_argv(pid: int, start: ProcStart, lock: str, record_path: str, data: bytes) -> list[str]:
-    b64 = base64.b64encode(data).decode("ascii")
+def confirm_running_request(
+    pid: int, start: ProcStart, lock: str, record_path: str, data: bytes
+) -> tuple[list[str], bytes]:
+    """(argv, stdin) of _CONFIRM_RUNNING."""
     want = str(round(start.epoch * 100))
     boot, since = "", "0"
     if start.boot_relative and start.since_boot is not None:
         boot, since = start.boot_id, str(round(start.since_boot * 100))
-    return ["sh", "-c", _CONFIRM_RUNNING, "sh", str(int(pid)), want, lock, WRITE_SCRIPT, record_path, "600", b64,
-            boot, since]  # fmt: skip
+    argv = ["sh", "-c", _CONFIRM_RUNNING, "sh", str(int(pid)), want, lock, WRITE_SCRIPT, record_path, "600", boot,
+            since]  # fmt: skip
+    return argv, stdin_of(data)

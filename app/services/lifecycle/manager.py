@@ -32,9 +32,9 @@ from app.services.lifecycle.look_request import (
     NOT_WRITTEN,
     THEN_LOOK,
     Look,
-    confirm_running_argv,
+    confirm_running_request,
     parse_locked_look,
-    write_then_signal_argv,
+    write_then_signal_request,
 )
 from app.services.lifecycle.looker import RouterLooker
 from app.services.lifecycle.new_preset import new_preset_text
@@ -45,7 +45,7 @@ from app.services.lifecycle.start_prepare import (
     KEY_NOT_WRITTEN,
     THEN_PREPARE,
     Prepared,
-    prepare_args,
+    prepare_request,
     split_prepared,
 )
 
@@ -282,13 +282,13 @@ class RouterManager(RouterLooker):
         if self.transport.is_local:
             return None
         running = replace(rec, state=RouterState.RUNNING)
-        argv = confirm_running_argv(rec.pid, rec.started, await self.lock_path(), await self.record_path(),
-                                    running.to_json())  # fmt: skip
+        argv, stdin = confirm_running_request(rec.pid, rec.started, await self.lock_path(), await self.record_path(),
+                                              running.to_json())  # fmt: skip
         # Released unless the answer says otherwise: with no answer (the link lost) the far side may have released
         # it, and removing it again could remove the lock of the llamaherd that took it next (a lock left behind
         # goes stale after LOCK_STALE_AFTER).
         self._lock_released = True
-        r = await self.transport.run(argv)
+        r = await self.transport.run(argv, input=stdin)
         self._lock_released = r.returncode == CONFIRMED
         if r.returncode == NOT_WRITTEN:
             detail = r.stderr.decode(errors="replace").strip() or "exit code 1"
@@ -374,14 +374,16 @@ class RouterManager(RouterLooker):
         argv = ["sh", "-c", script, "sh", d, base, posixpath.join(base, "routers"), log, lock]
         remote = not self.transport.is_local
         plan, self._plan = self._plan, None
+        stdin: bytes | None = None
         if remote:
             argv[2] = script + THEN_LOOK
             argv += self._look_argv()[2:]  # LOOK_SCRIPT and its parameters
         if remote and plan is not None:
             argv[2] += THEN_PREPARE
-            preset = await self.preset_path()
-            argv += prepare_args(plan[0], plan[1], await self.key_path(), await self.record_path(), log, preset)
-        r = await self.transport.run(argv)
+            key_path, record_path, preset = await self.key_path(), await self.record_path(), await self.preset_path()
+            args, stdin = prepare_request(plan[0], plan[1], key_path, record_path, log, preset)
+            argv += args
+        r = await self.transport.run(argv, input=stdin)
         if r.returncode == _LOCK_TAKEN:
             return False, None
         if not r.ok:
@@ -418,7 +420,8 @@ class RouterManager(RouterLooker):
 
     async def _mark_and_signal(self, rec: RouterRecord, sig: int) -> None:
         """Write the record (as write_file_atomic's script does when there is no SFTP), then signal its pid."""
-        r = await self.transport.run(write_then_signal_argv(await self.record_path(), rec.to_json(), sig, rec.pid))
+        argv, stdin = write_then_signal_request(await self.record_path(), rec.to_json(), sig, rec.pid)
+        r = await self.transport.run(argv, input=stdin)
         if r.returncode == 1:
             detail = r.stderr.decode(errors="replace").strip() or "exit code 1"
             raise LifecycleError(f"cannot mark the router on {self.machine.name} as stopping: {detail}")

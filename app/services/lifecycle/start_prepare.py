@@ -23,22 +23,25 @@ from app.services.lifecycle.look_request import KEY_READ_LIMIT, Look
 PREPARED_MARK = b"@@llamaherd-prepared"
 DONE, CHANGED, KEY_NOT_WRITTEN = 0, 1, 2
 # Appended after THEN_LOOK (whose parameters "sh", router dir, key file name are left): $1 the record as the first
-# look saw it (base64; "-": there was none), $2 the key file likewise (its first KEY_READ_LIMIT bytes), $3
-# WRITE_SCRIPT, $4 the key file, $5 the key to write (base64), $6 the record, $7 the log, $8 the preset, $9
-# STAT_SCRIPT. Output after the mark: DONE/CHANGED/KEY_NOT_WRITTEN, the log's stat line, the preset's (empty lines when
-# missing), /proc/net/tcp and tcp6. Command substitution drops trailing newlines on both sides of each comparison,
-# as it did in the look.
+# look saw it (base64; "-": there was none), $2 WRITE_SCRIPT, $3 the key file, $4 the record, $5 the log, $6 the
+# preset, $7 STAT_SCRIPT. stdin: the key file as the first look saw it (its first KEY_READ_LIMIT bytes, base64; "-":
+# there was none), then the key to write (base64). The key travels on stdin only, never as an argument, which `ps`
+# shows every user of the serving machine; printf is the shell's own. Output after the mark:
+# DONE/CHANGED/KEY_NOT_WRITTEN, the log's stat line, the preset's (empty lines when missing), /proc/net/tcp and tcp6.
+# Command substitution drops trailing newlines on both sides of each comparison, as it did in the look.
 THEN_PREPARE = f"""
 shift 3
+IFS= read -r ks || ks=
+IFS= read -r kn || kn=
 printf '\\n%s\\n' '{PREPARED_MARK.decode()}'
-if [ "$1" = - ]; then [ ! -e "$6" ]; else [ -e "$6" ] && [ "$(cat -- "$6")" = "$(printf %s "$1" | base64 -d)" ]; fi &&
-if [ "$2" = - ]; then [ ! -e "$4" ]; else [ -r "$4" ] &&
-  [ "$(head -c {KEY_READ_LIMIT} -- "$4")" = "$(printf %s "$2" | base64 -d)" ]; fi
+if [ "$1" = - ]; then [ ! -e "$4" ]; else [ -e "$4" ] && [ "$(cat -- "$4")" = "$(printf %s "$1" | base64 -d)" ]; fi &&
+if [ "$ks" = - ]; then [ ! -e "$3" ]; else [ -r "$3" ] &&
+  [ "$(head -c {KEY_READ_LIMIT} -- "$3")" = "$(printf %s "$ks" | base64 -d)" ]; fi
 if [ "$?" -ne 0 ]; then echo {CHANGED}
-elif rm -f -- "$6" && sh -c "$3" sh "$4" 600 "$5" >/dev/null; then echo {DONE}
+elif [ -n "$kn" ] && rm -f -- "$4" && printf '%s\\n' "$kn" | sh -c "$2" sh "$3" 600 >/dev/null; then echo {DONE}
 else echo {KEY_NOT_WRITTEN}; fi
-sh -c "$9" sh "$7" 2>/dev/null || echo
-sh -c "$9" sh "$8" 2>/dev/null || echo
+sh -c "$7" sh "$5" 2>/dev/null || echo
+sh -c "$7" sh "$6" 2>/dev/null || echo
 cat /proc/net/tcp /proc/net/tcp6 2>/dev/null
 exit 0
 """
@@ -56,11 +59,12 @@ def _b64(data: bytes | None) -> str:
     return "-" if data is None else base64.b64encode(data).decode("ascii")
 
 
-def prepare_args(seen: Look, key: str, key_path: str, record: str, log: str, preset: str) -> list[str]:
-    """THEN_PREPARE's parameters, from the look `seen` (one that could read the key file) and the key it led to."""
+def prepare_request(seen: Look, key: str, key_path: str, record: str, log: str, preset: str) -> tuple[list[str], bytes]:
+    """THEN_PREPARE's parameters and stdin, from the look `seen` (one that could read the key file) and the key it
+    led to."""
     kept = seen.key_file if seen.key_exists else None
-    return [_b64(seen.record), _b64(kept), WRITE_SCRIPT, key_path, _b64((key + "\n").encode()), record, log,
-            preset, STAT_SCRIPT]  # fmt: skip
+    stdin = f"{_b64(kept)}\n{_b64((key + chr(10)).encode())}\n".encode("ascii")
+    return [_b64(seen.record), WRITE_SCRIPT, key_path, record, log, preset, STAT_SCRIPT], stdin
 
 
 def _stat(path: str, line: bytes) -> FileInfo | None:

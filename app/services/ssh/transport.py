@@ -30,7 +30,6 @@ from app.services.core.waits import within
 from app.services.hosts import proc_probes
 from app.services.hosts.process_start import ProcStart
 from app.services.hosts.shell_scripts import (
-    ARG_LIMIT,
     ARGV_LIMIT,
     ARGV_SCRIPT,
     ENV_SCRIPT,
@@ -49,6 +48,7 @@ from app.services.hosts.shell_scripts import (
 from app.services.hosts.transport import Transport, expand_template, parse_spawn_output, pick_free_port, spawn_args
 from app.services.hosts.write_errors import DIAGNOSE_SCRIPT, diagnosed_cause, sftp_cause, stderr_cause
 from app.services.ssh.connection import KEEPALIVE_EVERY, SshLink, SshTarget
+from app.services.ssh.here_document import here_document
 from app.services.ssh.host_keys import describe
 from app.services.ssh.log_tail import follow_log
 from app.services.ssh.port_forward import PortForwards
@@ -59,7 +59,7 @@ from app.services.ssh.sftp_write import sftp_write
 # OpenSSH's default MaxSessions is 10 per connection; long-lived tails and SFTP use some, so short commands
 # are capped below it rather than being refused by the server under load.
 MAX_COMMANDS = 6
-# Files up to this much base64 are written by the agent (one request line: its shell reads it byte by byte).
+# Files up to this much base64 are written by the agent (one here-document line: its shell reads it byte by byte).
 AGENT_WRITE_LIMIT = 32 * 1024
 
 
@@ -162,10 +162,12 @@ class SshTransport(Transport):
         self, command: str, *, input: bytes | None = None, timeout: float | None = 30, what: str = ""
     ) -> RunResult:
         conn = await self.ensure_connected()
-        agent = await self.agent.get(conn) if input is None else None
-        if agent is not None:
+        # stdin rides in the agent's request as a here-document where it can (one round trip, in no argv).
+        here = "" if input is None else here_document(input)
+        agent = await self.agent.get(conn) if here is not None else None
+        if agent is not None and here is not None:
             with contextlib.suppress(AgentDown):  # not sent: the agent is gone, so one session for this one
-                return await agent.run(command, timeout=timeout, what=what)
+                return await agent.run(command + here, timeout=timeout, what=what)
         async with self._commands:
             note(self.name, "session", what)
             proc: asyncssh.SSHClientProcess[bytes] | None = None
@@ -311,11 +313,9 @@ class SshTransport(Transport):
         await self._write_by_script(path, b64, mode)
 
     async def _write_by_script(self, path: str, b64: str, mode: int) -> None:
-        args = [path, format(mode & 0o7777, "o")]
-        if len(b64) <= ARG_LIMIT:
-            res = await self._sh(WRITE_SCRIPT, *args, b64, what="write")
-        else:
-            res = await self._sh(WRITE_SCRIPT, *args, input=b64.encode("ascii"), what="write")
+        # The contents on stdin, never as an argument: `ps` shows arguments to every user of that machine.
+        data = (b64 + "\n").encode("ascii")
+        res = await self._sh(WRITE_SCRIPT, path, format(mode & 0o7777, "o"), input=data, what="write")
         if not res.ok:
             raise WriteFailed(self.name, path, stderr_cause(res.stderr.decode(errors="replace")))
         wrote = res.stdout.decode(errors="replace").rstrip("\n")
