@@ -34,8 +34,13 @@ lint:
 	$(PYTHON) -m mypy app scripts tests bench
 	$(PYTHON) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()'
 
+# Most of the suite's time is waiting (routers starting, ssh round trips, a screen settling), not CPU, so it runs
+# on TEST_WORKERS workers; then the tests that assert a time bound (marker `timing`) run alone, so that no other
+# test's load decides them.
+TEST_WORKERS ?= 4
 test: install-test lint
-	$(PYTHON) -m pytest -q -p no:cacheprovider
+	$(PYTHON) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup -m "not timing"
+	$(PYTHON) -m pytest -q -p no:cacheprovider -m timing
 
 screenshots: install
 	$(PYTHON) -m scripts.screenshots screenshots

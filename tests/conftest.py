@@ -40,12 +40,20 @@ NEEDS: dict[str, frozenset[str]] = {
 }
 
 
+# Fixtures that take something of the machine's by a fixed name (a Unix user): under `pytest -n N --dist loadgroup`
+# (make test) the tests that take one run on one worker, one after another.
+ONE_AT_A_TIME: dict[str, str] = {"second_user": "second-unix-user"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         for marker, fixtures in NEEDS.items():
             if fixtures & used:
                 item.add_marker(marker)
+        for fixture, group in ONE_AT_A_TIME.items():
+            if fixture in used:
+                item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")

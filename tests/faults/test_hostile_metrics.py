@@ -66,6 +66,7 @@ def garbage_lines(c: socket.socket, stop: threading.Event) -> None:
     ],
     ids=["endless-body", "64GB-declared", "silent", "drip", "not-http", "bad-chunk", "endless-head", "501"],
 )
+@pytest.mark.timing
 async def test_each_hostile_answer_ends_with_its_reason_within_its_bound(
     answer: Answer, error: type[HerdError], words: str
 ) -> None:

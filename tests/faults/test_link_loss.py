@@ -50,6 +50,7 @@ def _connection(m: Machine) -> Connection:
     return m.view.connection  # read afresh: mypy would keep the narrowing of an earlier assert
 
 
+@pytest.mark.timing
 @pytest.mark.ssh
 async def test_silent_link_loss_is_unreachable_within_10_s(far: tuple[Link, SshServer], tmp_path: Path) -> None:
     ln, server = far

@@ -42,6 +42,7 @@ def herd(tmp_path: Path, tiny_models: dict[str, Path], llama_server: str) -> Ite
     h.stop_all()
 
 
+@pytest.mark.timing
 async def test_stopped_router_is_not_answering_everywhere_and_comes_back(
     herd: Herd, tmp_path: Path, llama_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -96,6 +97,7 @@ async def test_stopped_router_is_not_answering_everywhere_and_comes_back(
         await m.close()
 
 
+@pytest.mark.timing
 def test_dashboard_shows_a_stopped_router_as_not_answering(
     tmux: Tmux,
     router: RouterProc,

@@ -19,6 +19,7 @@ def slow_health(c: socket.socket, stop: threading.Event) -> None:
         H.send_body(c, H.OK_HEALTH)
 
 
+@pytest.mark.timing
 async def test_a_slow_answer_is_no_answer_on_a_fast_link_but_not_on_a_slow_one() -> None:
     with H.HostileRouter({"/health": slow_health}) as r:
         async with RouterClient(r.url, timeout=2.0) as fast:

@@ -145,6 +145,7 @@ async def test_pieces_arrive_before_the_end_and_closing_stops_the_server(keyed: 
         await wait_for(idle, 5, what="the server stopped generating once the stream was closed")
 
 
+@pytest.mark.timing
 def test_probe_tells_a_wedged_child_within_its_bound(keyed: RouterProc, tmp_path: Path) -> None:
     cfg = write_config(tmp_path, keyed.url)
     assert herd(cfg, "load", "box", "alpha", "--wait").returncode == 0

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import RouterFactory
 from tests.helpers.router import RouterProc
 
@@ -48,6 +50,7 @@ def test_models_load_wait_unload(router: RouterProc, tmp_path: Path) -> None:
     router.wait_model("alpha", {"unloaded"})
 
 
+@pytest.mark.timing
 def test_load_wait_corrupt_exits_1_within_5s(router: RouterProc, tmp_path: Path) -> None:
     cfg = write_config(tmp_path, router.url)
     t0 = time.monotonic()

@@ -15,6 +15,7 @@ import urllib.request
 from pathlib import Path
 
 import httpx
+import pytest
 import tomli_w
 
 from app.config import Config, MachineConfig
@@ -39,6 +40,7 @@ def read_env(path: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in path.read_text().splitlines())
 
 
+@pytest.mark.timing
 def test_watch_runs_a_model_failed_hook_with_the_fleet_in_its_environment(router: RouterProc, tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
@@ -75,6 +77,7 @@ def test_watch_runs_a_model_failed_hook_with_the_fleet_in_its_environment(router
     assert err == ""
 
 
+@pytest.mark.timing
 async def test_sustain_lets_a_blip_pass_and_runs_once_the_state_holds(router: RouterProc, tmp_path: Path) -> None:
     out = tmp_path / "ran"
     hook = HookConfig(("machine_unreachable",), ("sh", "-c", f'echo "$LLAMAHERD_REASON" >> {out}'), sustain=SUSTAIN)

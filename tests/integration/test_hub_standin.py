@@ -69,6 +69,7 @@ def test_cut_stops_every_get_at_the_same_byte(hub: HubStandin) -> None:
     assert len(got) == 5000
 
 
+@pytest.mark.timing
 def test_rate_paces_the_body(hub: HubStandin) -> None:
     hub.rate = 400_000.0
     url = f"{hub.url}/{TINY_REPO}/resolve/main/tiny-Q8_0.gguf"

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from app.config import MachineConfig
 from app.services.core.fleet_events import FleetEvent, MachineChanged
@@ -70,6 +71,7 @@ def test_stale_record_is_cleared_not_trusted(herd: Herd) -> None:
     assert new is not None and new["pid"] != old
 
 
+@pytest.mark.timing
 def test_kill_9_is_reported_within_2s_with_log_lines(herd: Herd, tmp_path: Path) -> None:
     assert herd.run("start", "here").returncode == 0
     rec = herd.record()
@@ -123,6 +125,7 @@ def bad_start(herd: Herd, tmp_path: Path, **extra: object) -> tuple[float, str]:
     return took - startup, r.stderr
 
 
+@pytest.mark.timing
 def test_taken_port_fails_within_3s_with_the_reason(herd: Herd, tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

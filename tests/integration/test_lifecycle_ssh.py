@@ -83,6 +83,7 @@ def test_two_concurrent_starts_over_ssh_give_one_router(remote: Herd) -> None:
     assert len(remote.router_pids()) == 1
 
 
+@pytest.mark.timing
 async def test_follower_survives_a_cut_link_and_reports_kill_9(remote: Herd, any_sshd: SshServer) -> None:
     events: list[FleetEvent] = []
     m = Machine(remote.machine, events.append)  # type: ignore[attr-defined]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from app.config import Config, MachineConfig
 from app.services.core.router_types import RouterState
 from app.services.fleet import Fleet
@@ -16,6 +18,7 @@ GROWN = 8.0
 """By now the follower has failed at 0, 0.5, 1.5, 3.5 and 7.5 s: its next look is due at 15.5 s."""
 
 
+@pytest.mark.timing
 async def test_retry_now_skips_the_backoff(router: RouterProc) -> None:
     fleet = Fleet(Config(machines=(MachineConfig(name="box", url=router.url),)))
     await fleet.start()

@@ -97,6 +97,7 @@ async def test_models_max_one_evicts_the_first(router: RouterProc) -> None:
     assert states["alpha"] is ModelState.UNLOADED and states["beta"] is ModelState.LOADED
 
 
+@pytest.mark.timing
 async def test_corrupt_model_fails_fast_with_exit_code(router: RouterProc) -> None:
     async with RouterClient(router.url) as c:
         t0 = time.monotonic()

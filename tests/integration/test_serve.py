@@ -307,6 +307,7 @@ def test_a_public_host_without_tls_is_warned_about(herd: Herd) -> None:
     assert r.returncode == 1 and "cannot listen on 192.0.2.1" in r.stderr
 
 
+@pytest.mark.timing
 def test_a_wedged_model_is_not_answering_and_a_scrape_does_not_wait_for_it(
     tmp_path: Path, make_router: RouterFactory
 ) -> None:

@@ -57,6 +57,7 @@ async def ssh(sshd: SshServer) -> AsyncIterator[SshTransport]:
     await t.close()
 
 
+@pytest.mark.timing
 async def test_one_session_for_many_pipelined_commands_answered_as_they_finish(
     ssh: SshTransport, sshd: SshServer
 ) -> None:
@@ -96,6 +97,7 @@ async def test_output_over_the_limit_is_refused_and_the_agent_stays_in_step(ssh:
     assert res.stdout == b"\0" * 300000
 
 
+@pytest.mark.timing
 async def test_a_request_past_its_timeout_is_stopped_on_the_far_side(ssh: SshTransport) -> None:
     marker = "31.4159"  # a sleep nobody else runs
     t0 = time.monotonic()

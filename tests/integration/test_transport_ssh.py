@@ -356,6 +356,7 @@ async def test_unreachable_fails_fast_and_never_blocks_another(sshd: SshServer) 
         black_hole.close()
 
 
+@pytest.mark.timing
 async def test_refused_port(sshd: SshServer) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

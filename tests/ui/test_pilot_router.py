@@ -89,6 +89,7 @@ async def test_broken_model_shows_failed_with_exit_code_and_a_notification(box_a
         assert "broken failed to load" in screen_text(app)
 
 
+@pytest.mark.timing
 async def test_kill9_of_the_router_shows_in_the_machines_pane_within_2s(box_app: HerdApp, router: RouterProc) -> None:
     app = box_app
     async with app.run_test(size=SIZE) as pilot:

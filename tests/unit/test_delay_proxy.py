@@ -59,6 +59,7 @@ def test_the_delay_is_added_in_each_direction(echo_server: tuple[int, list[tuple
         assert p.connections == 1 and p.bytes_up == 4 and p.bytes_down == 4
 
 
+@pytest.mark.timing
 def test_bytes_arrive_whole_and_in_order_and_the_delay_can_change(
     echo_server: tuple[int, list[tuple[float, bytes]]],
 ) -> None:
