@@ -55,7 +55,7 @@ class Tmux:
         r = subprocess.run(["tmux", "-L", self.socket, "has-session", "-t", "t"], capture_output=True, timeout=10)
         return r.returncode == 0
 
-    def wait(self, cond: Callable[[str], bool], timeout: float = 20.0) -> str:
+    def wait(self, cond: Callable[[str], bool], timeout: float = 40.0) -> str:
         text = [""]
 
         def shown() -> bool:

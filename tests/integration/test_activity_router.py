@@ -64,12 +64,12 @@ async def test_a_loop_of_completions_shows_tokens_per_second_and_then_zero(make_
         stop = asyncio.Event()
         loop = asyncio.create_task(completions(router.url, "alpha", stop))
         try:
-            busy = await poll_until(p, lambda a: (a.tokens_per_s or 0) > 0, timeout=5)
+            busy = await poll_until(p, lambda a: (a.tokens_per_s or 0) > 0, timeout=20)
             assert busy.prompt_tokens_per_s is not None and busy.prompt_tokens_per_s > 0
         finally:
             stop.set()
             assert await loop > 0
-        idle = await poll_until(p, lambda a: a.tokens_per_s == 0 and a.requests_processing == 0, timeout=5)
+        idle = await poll_until(p, lambda a: a.tokens_per_s == 0 and a.requests_processing == 0, timeout=20)
         assert idle.slots_busy == 0 and idle.requests_deferred == 0
         assert any(v > 0 for v in idle.spark) and idle.spark[-1] == 0  # the sparkline holds the busy minute
 
@@ -93,7 +93,7 @@ async def test_polling_never_loads_a_model(make_router: RouterFactory) -> None:
             # A load of `broken` fails at once: a marker in the router's ordered stream of status changes. The
             # first one shows the stream is followed before the polls begin.
             await c.load("broken")
-            await wait_for(lambda: ("broken", "unloaded") in seen, 20, what="the first marker's failure on the stream")
+            await wait_for(lambda: ("broken", "unloaded") in seen, 60, what="the first marker's failure on the stream")
             # A stale list says alpha is loaded; it is not. Poll it far more often than any dashboard would.
             p = ActivityPoller(lambda: [Target("here", c, ("alpha", "beta"))])
             for _ in range(40):
@@ -102,7 +102,7 @@ async def test_polling_never_loads_a_model(make_router: RouterFactory) -> None:
             # The second marker, asked after every poll was answered: a load a poll began is in the stream before it.
             polled = len(seen)
             await c.load("broken")
-            await wait_for(lambda: ("broken", "loading") in seen[polled:], 20, what="the second marker on the stream")
+            await wait_for(lambda: ("broken", "loading") in seen[polled:], 60, what="the second marker on the stream")
             assert [m for m in seen if m[0] != "broken"] == [], seen
             states = {m.id: m.state for m in await c.models()}
             assert states["alpha"] is ModelState.UNLOADED and states["beta"] is ModelState.UNLOADED
@@ -140,7 +140,7 @@ def test_top_reads_a_router_llamaherd_started(herd: Herd) -> None:
     assert m["machine"] == "here" and m["model"] == "alpha" and m["metrics"] is True
     assert m["tokens_per_s"] == 0 and m["requests_processing"] == 0 and m["slots_busy"] == 0
     assert m["slots_total"] == 4 and m["requests_deferred"] == 0
-    assert doc["machines"] == [{"machine": "here", "problem": None, "hint": None}]
+    assert doc["machines"] == [{"machine": "here", "problem": None, "hint": None, "not_answering": []}]
     r = herd.run("top", "--once")
     assert r.returncode == 0, r.stderr
     head, row = r.stdout.splitlines()[:2]

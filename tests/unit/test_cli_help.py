@@ -6,8 +6,10 @@ import argparse
 import subprocess
 import sys
 
+import pytest
+
 from app.cli.commands import COMMAND_MODULES, first_command
-from app.cli.main import build_parser
+from app.cli.main import build_parser, main
 
 
 def subparsers(
@@ -35,8 +37,15 @@ def test_every_option_of_every_command_has_help() -> None:
             assert action.help and len(action.help) > 8, f"llamaherd {' '.join(path)}: {action.dest} has no help"
 
 
-def test_help_runs_for_every_command() -> None:
+def test_help_runs_for_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    # Each command's --help through main(), as `llamaherd` calls it (its parser built for that command word alone)...
     for path, _ in subparsers(build_parser()):
+        with pytest.raises(SystemExit) as done:
+            main([*path, "--help"])
+        out = capsys.readouterr().out
+        assert done.value.code == 0 and "usage: llamaherd" in out, path
+    # ...and a few as a new process, the way a shell runs it (`history` takes a path of its own: history_main.py).
+    for path in ((), ("history",), ("preset", "set"), ("status",)):
         r = subprocess.run([sys.executable, "-m", "app", *path, "--help"], capture_output=True, text=True, timeout=30)
         assert r.returncode == 0 and "usage: llamaherd" in r.stdout, (path, r.stderr)
 
