@@ -6,14 +6,20 @@ time / wall time, after a settle) and RSS, and how many machines the machines pa
 
 Targets (issue 36): 50 machines × 20 models: up ≤ 3 s, idle ≤ 1.5 % of a core, RSS ≤ 100 MB, all 50 visible.
 
-Run: python -m bench.fleet_size [N] [SECONDS]     (default: 50 machines, 40 s idle)
+`--fleet-only`: the service layer alone instead (a Fleet with no UI, its events drained as the dashboard would, in
+this process), its idle CPU over SECONDS after the settle: what the routers' liveness and list checks cost before
+any painting. `--runs K` measures the idle K times (the routers started once) and prints each and the median.
+
+Run: python -m bench.fleet_size [N] [SECONDS] [--fleet-only] [--runs K]     (default: 50 machines, 40 s idle, 1 run)
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import os
 import re
-import sys
+import statistics
 import time
 from pathlib import Path
 
@@ -58,25 +64,73 @@ async def time_to_up(config: Config) -> float:
             await pilot.pause(0.01)
 
 
-def main(n: int, seconds: float) -> None:
+async def fleet_idle(config: Config, seconds: float) -> float:
+    """The Fleet alone (no UI), its events drained: process CPU over wall time after the settle."""
+    fleet = Fleet(config)
+    events = fleet.subscribe()
+
+    async def drain() -> None:
+        while True:
+            await events.get()
+
+    drainer = asyncio.create_task(drain())
+    await fleet.start()
+    try:
+        await asyncio.sleep(SETTLE)
+        up = sum(1 for m in config.machines if len(fleet.models(m.name)) == MODELS_EACH)
+        if up != len(config.machines):
+            raise SystemExit(f"only {up} of {len(config.machines)} machines listed after {SETTLE:g} s")
+        print(f"  (measuring pid {os.getpid()} for {seconds:.0f} s)", flush=True)
+        c0, w0 = time.process_time(), time.monotonic()
+        await asyncio.sleep(seconds)
+        return (time.process_time() - c0) / (time.monotonic() - w0)
+    finally:
+        drainer.cancel()
+        await fleet.close()
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.2f} (5 min {five:.2f})"
+
+
+def main(n: int, seconds: float, fleet_only: bool, runs: int) -> None:
     d = workdir()
     routers = start_routers(n, d)
+    shares: list[float] = []
     try:
         machines = tuple(MachineConfig(name=f"box{i}", url=r.url) for i, r in enumerate(routers))
         cfg = d / "config.toml"
         cfg.write_text("".join(f'[[machines]]\nname = "{m.name}"\nurl = "{m.url}"\n\n' for m in machines))
-        up = asyncio.run(time_to_up(Config(machines=machines)))
-        idle = tmux_idle(cfg, seconds, settle=SETTLE)
-        share, rss, screen = idle.share, idle.rss_mb, idle.screen
+        config = Config(machines=machines)
+        if fleet_only:
+            print(f"fleet of {n} attached routers × {MODELS_EACH} models, the service layer alone (no UI):")
+            for _ in range(runs):
+                shares.append(asyncio.run(fleet_idle(config, seconds)))
+                print(f"  idle over {seconds:.0f} s: CPU {shares[-1] * 100:.2f} % of one core ({_load()})")
+            print(f"  median of {runs}: {statistics.median(shares) * 100:.2f} % of one core")
+            return
+        up = asyncio.run(time_to_up(config))
+        print(f"fleet of {n} attached routers × {MODELS_EACH} models, 160×50:")
+        print(f"  all up (every router running, every model listed, in-process): {up:.2f} s")
+        for _ in range(runs):
+            idle = tmux_idle(cfg, seconds, settle=SETTLE)
+            shares.append(idle.share)
+            shown = {int(x) for x in re.findall(r"\bbox(\d+)\b", idle.screen)}
+            print(f"  idle in tmux over {seconds:.0f} s: CPU {idle.share * 100:.2f} % of one core, "
+                  f"RSS {idle.rss_mb:.0f} MB, machines named on screen: {len(shown)} of {n} ({_load()})")  # fmt: skip
+        if runs > 1:
+            print(f"  median idle of {runs}: {statistics.median(shares) * 100:.2f} % of one core")
     finally:
         for r in routers:
             r.stop()
-    shown = {int(x) for x in re.findall(r"\bbox(\d+)\b", screen)}
-    print(f"fleet of {n} attached routers × {MODELS_EACH} models, 160×50:")
-    print(f"  all up (every router running, every model listed, in-process): {up:.2f} s")
-    print(f"  idle in tmux over {seconds:.0f} s: CPU {share * 100:.2f} % of one core, RSS {rss:.0f} MB")
-    print(f"  machines named on screen: {len(shown)} of {n}")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 50, float(sys.argv[2]) if len(sys.argv) > 2 else 40.0)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("n", nargs="?", type=int, default=50, help="machines (default 50)")
+    ap.add_argument("seconds", nargs="?", type=float, default=40.0, help="idle measured over (default 40)")
+    ap.add_argument("--fleet-only", action="store_true", help="the service layer alone, no UI")
+    ap.add_argument("--runs", type=int, default=1, help="idle measurements (default 1)")
+    a = ap.parse_args()
+    main(a.n, a.seconds, a.fleet_only, a.runs)

@@ -143,12 +143,18 @@ def _wait_listening(proc: subprocess.Popen[bytes], port: int, deadline: float, h
 
 
 def start_sshd(
-    workdir: Path, *, sftp: bool = True, listen: str = "127.0.0.1", prefix: tuple[str, ...] = ()
+    workdir: Path,
+    *,
+    sftp: bool = True,
+    listen: str = "127.0.0.1",
+    prefix: tuple[str, ...] = (),
+    extra: tuple[str, ...] = (),
 ) -> SshServer:
     """Start sshd in workdir (keys, config, log). Raises SshdUnavailable when sshd is not installed.
 
     `listen` and `prefix` put it elsewhere: e.g. on a veth address inside a network namespace the test made,
-    with prefix ("ip", "netns", "exec", NAME)."""
+    with prefix ("ip", "netns", "exec", NAME). `extra`: more sshd_config lines (a bench standing in for many hosts
+    raises MaxStartups, whose default of 10 drops connections beyond the tenth made at once)."""
     if not os.path.exists(SSHD) or shutil.which("ssh-keygen") is None:
         raise SshdUnavailable(f"OpenSSH sshd is not installed ({SSHD}; {HOW_TO_GET})")
     workdir.mkdir(parents=True, exist_ok=True)
@@ -196,6 +202,7 @@ def start_sshd(
         ]
         if sftp:
             lines.append("Subsystem sftp internal-sftp")
+        lines += extra
         config.write_text("\n".join(lines) + "\n")
         log_path = workdir / "sshd.log"
         with open(log_path, "ab") as log:

@@ -175,30 +175,52 @@ class RouterClient:
     async def _json(self, method: str, path: str, **kw: Any) -> Any:
         resp, body = await self._request(method, path, **kw)
         with _collector_paused(len(body)):
-            return _decoded(resp, body, self.name, method, path)
+            return _decoded(resp.status_code, body, self.name, method, path)
 
     async def _model_list(self, **kw: Any) -> list[ModelInfo]:
         """GET /models, decoded and parsed in one pause of the garbage collector (see _collector_paused)."""
-        resp, body = await self._request("GET", "/models", **kw)
+        if self._kept is not None and not kw:
+            # The cheap path (http1.py): every event stream re-reads the list after 30 s of silence, and through
+            # httpx those reads were a third of an idle 50-router fleet's service-layer CPU once the liveness
+            # checks were made cheap (router/health_beat.py).
+            where = f"{self.name}: GET /models"
+            host, port = self._kept.host, self._kept.port
+            try:
+                body = await plain_get(host, port, "/models", self._headers, MAX_JSON_BYTES, self.bound(self.timeout),
+                                       where)  # fmt: skip
+            except RouterRefused as e:
+                if e.status == 401:
+                    raise AuthRefused(401, f"API key refused ({e.message})", "GET", "/models") from None
+                raise
+            status = 200
+        else:
+            resp, body = await self._request("GET", "/models", **kw)
+            status = resp.status_code
         with _collector_paused(len(body)):
-            return parse_models(_decoded(resp, body, self.name, "GET", "/models"))
+            return parse_models(_decoded(status, body, self.name, "GET", "/models"))
 
     # ---- API ----
 
     async def health(self, timeout: float | None = None) -> bool:
         if self._kept is not None:  # the cheap path: see http1.py
             bound = self.bound(timeout or self.timeout)
-            raw = await self._kept.get("/health", MAX_JSON_BYTES, bound, f"{self.name}: GET /health")
-            try:
-                body = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                raise BadAnswer(f"{self.name}: GET /health: the router answered with something that is not JSON: "
-                                f"{raw[:120].decode('utf-8', errors='replace')!r}") from None  # fmt: skip
-        else:
-            body = await self._json("GET", "/health", timeout=timeout, http=self._probe)
+            health_ok(await self._kept.get("/health", MAX_JSON_BYTES, bound, f"{self.name}: GET /health"), self.name)
+            return True
+        body = await self._json("GET", "/health", timeout=timeout, http=self._probe)
         if not isinstance(body, dict) or body.get("status") != "ok":
             raise BadAnswer(f'GET /health: expected {{"status": "ok"}}, got {str(body)[:120]}')
         return True
+
+    @property
+    def plain_address(self) -> tuple[str, int] | None:
+        """Host and port where the router is a plain `http://host:port` (every router llamaherd reaches, tunnelled or
+        not), which router/http1.py and router/health_beat.py speak to directly; None for any other URL."""
+        return (self._kept.host, self._kept.port) if self._kept is not None else None
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """What every request carries (the key's Authorization, where there is one)."""
+        return dict(self._headers)
 
     async def props(self) -> RouterProps:
         return parse_router_props(await self._json("GET", "/props"))
@@ -310,13 +332,24 @@ class RouterClient:
         return cm, resp
 
 
-def _decoded(resp: httpx.Response, body: bytes, name: str, method: str, path: str) -> Any:
+def health_ok(raw: bytes, name: str) -> None:
+    """A 2xx /health body judged: `{"status": "ok"}`, or BadAnswer saying what came instead."""
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise BadAnswer(f"{name}: GET /health: the router answered with something that is not JSON: "
+                        f"{raw[:120].decode('utf-8', errors='replace')!r}") from None  # fmt: skip
+    if not isinstance(body, dict) or body.get("status") != "ok":
+        raise BadAnswer(f'GET /health: expected {{"status": "ok"}}, got {str(body)[:120]}')
+
+
+def _decoded(status: int, body: bytes, name: str, method: str, path: str) -> Any:
     try:
         return json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):
         text = body[:120].decode("utf-8", errors="replace")
         raise BadAnswer(
-            f"{name}: {method} {path}: the router answered {resp.status_code} with something that is not JSON: {text!r}"
+            f"{name}: {method} {path}: the router answered {status} with something that is not JSON: {text!r}"
         ) from None
 
 

@@ -1,6 +1,7 @@
 """A router's live event stream, over its RouterClient: `/models/sse` read into typed events, the full list
-(`GET /models`) at every connect and after silence, `/health` asked in the silences, and polling `/models` where the
-stream does not exist. Apart from the client's REST calls, which it uses: `router_events(client)` is its way in.
+(`GET /models`) at every connect and after silence, `/health` asked in the silences (by router/health_beat.py, one
+timer for every router), and polling `/models` where the stream does not exist. Apart from the client's REST calls,
+which it uses: `router_events(client)` is its way in.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from app.services.core.router_types import (
     StreamStateEvent,
 )
 from app.services.core.waits import within
-from app.services.router.client import HEALTH_BOUND, RouterClient, refusal, transport_reason
+from app.services.router.client import RouterClient, refusal, transport_reason
+from app.services.router.health_beat import HEALTH_EVERY, answers, beat
 from app.services.router.parse import parse_event
 
-# Liveness: the stream has no keep-alives, so after this much silence /health is asked (a router that does not
-# answer it within HEALTH_BOUND is "not answering": a SIGSTOPped router accepts connections and says nothing).
-HEALTH_EVERY = 1.5
+# Liveness: the stream has no keep-alives, so after HEALTH_EVERY of silence /health is asked (router/health_beat.py;
+# a router that does not answer it within HEALTH_BOUND is "not answering": a SIGSTOPped router accepts connections
+# and says nothing).
 # A stream that sends no headers within this is reported, not waited on forever.
 HEADERS_TIMEOUT = 4.0
 
@@ -91,9 +93,10 @@ async def _sse_session(
     client: RouterClient, refresh_interval: float, backoff: Backoff
 ) -> AsyncGenerator[RouterEvent, None]:
     # Bounded: a router flooding events waits for us instead of filling memory.
-    queue: asyncio.Queue[str | BaseException | None] = asyncio.Queue(maxsize=256)
+    queue: asyncio.Queue[str | BaseException | _Wake | None] = asyncio.Queue(maxsize=256)
     cm, resp = await client.open_stream("/models/sse", HEADERS_TIMEOUT)
     reader: asyncio.Task[None] | None = None
+    watch = None
     try:
         if resp.status_code == 404:
             raise _NoSse()
@@ -108,31 +111,43 @@ async def _sse_session(
         # connects and then sends garbage (a line without end) is retried ever more slowly, not every 0.5 s.
         loop = asyncio.get_running_loop()
         heard = loop.time()  # the last time the router said anything
+
+        def wake() -> None:  # a full queue is read at once anyway, and `watch.pending` is looked at first
+            if not queue.full():
+                queue.put_nowait(_WAKE)
+
+        watch = beat().watch(client, wake)
         answering = True
         while True:
-            try:
-                # Not asyncio.wait_for: on 3.11 it loses a cancel that meets an arriving event (core/waits.py).
-                item = await within(queue.get(), min(HEALTH_EVERY, refresh_interval))
-            except TimeoutError:
-                alive, why = await _answers(client)
-                if alive:
+            if watch.pending:  # the beat's word on /health: a change, or its first answer
+                watch.pending = False
+                if watch.take_answered():
                     backoff.reset()
-                if alive != answering:
-                    answering = alive
-                    if not alive:
-                        yield StreamStateEvent(model="", state=StreamState.NOT_ANSWERING, reason=why)
+                if watch.alive != answering:
+                    answering = watch.alive
+                    if not answering:
+                        yield StreamStateEvent(model="", state=StreamState.NOT_ANSWERING, reason=watch.why)
                         continue
                     yield StreamStateEvent(model="", state=StreamState.CONNECTED)
                     heard = 0.0  # what changed while it was silent is only in the list
-                if alive and loop.time() - heard >= refresh_interval:
-                    yield ModelListEvent(model="*", models=tuple(await _watched_models(client)))
-                    heard = loop.time()
+            if answering and loop.time() - heard >= refresh_interval:
+                yield ModelListEvent(model="*", models=tuple(await _watched_models(client)))
+                heard = loop.time()
+            try:
+                # Not asyncio.wait_for: on 3.11 it loses a cancel that meets an arriving event (core/waits.py).
+                # Not answering: the beat's next word is awaited; answering: at most until the list is due.
+                due = max(0.0, heard + refresh_interval - loop.time()) if answering else None
+                item = await within(queue.get(), due)
+            except TimeoutError:
+                continue
+            if isinstance(item, _Wake):
                 continue
             if item is None:
                 return
             if isinstance(item, BaseException):
                 raise item
             heard = loop.time()
+            watch.heard()
             backoff.reset()
             if not answering:
                 answering = True
@@ -142,6 +157,8 @@ async def _sse_session(
             if isinstance(ev, ModelsReloadEvent):
                 yield ModelListEvent(model="*", models=tuple(await _watched_models(client)))
     finally:
+        if watch is not None:
+            watch.close()
         if reader is not None:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -160,7 +177,7 @@ async def _watched_models(client: RouterClient) -> list[ModelInfo]:
             done, _ = await asyncio.wait({task}, timeout=HEALTH_EVERY)
             if done:
                 return task.result()
-            alive, why = await _answers(client)
+            alive, why = await answers(client)
             if not alive and not task.done():
                 raise RouterNotAnswering(why)
     finally:
@@ -168,18 +185,6 @@ async def _watched_models(client: RouterClient) -> list[ModelInfo]:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-
-
-async def _answers(client: RouterClient) -> tuple[bool, str]:
-    """Whether /health answers within HEALTH_BOUND, and why not."""
-    try:
-        await client.health(timeout=HEALTH_BOUND)
-    except RouterNotAnswering:
-        why = f"no answer within {client.bound(HEALTH_BOUND):g} s"
-        return False, f"{client.name}: router not answering (/health: {why})"
-    except (RouterUnreachable, RouterRefused, BadAnswer) as e:
-        return False, f"{client.name}: router not answering (/health: {e})"
-    return True, ""
 
 
 async def _poll_session(
@@ -203,7 +208,14 @@ class _NoSse(Exception):
     """The router has no /models/sse (an older llama-server)."""
 
 
-async def _read_sse(resp: httpx.Response, queue: asyncio.Queue[str | BaseException | None], what: str) -> None:
+class _Wake:
+    """Put in a session's queue by the health beat: look at `watch.pending`."""
+
+
+_WAKE = _Wake()
+
+
+async def _read_sse(resp: httpx.Response, queue: asyncio.Queue[str | BaseException | _Wake | None], what: str) -> None:
     """Collect `data:` lines into events; a blank line ends one (several data lines join with \\n)."""
     try:
         async for payload in sse_payloads(resp.aiter_bytes(), what):

@@ -1,6 +1,7 @@
-"""Plain HTTP/1.1 GETs on asyncio streams, for the two hot paths httpx was too dear for: `plain_get`, one GET per
-fresh connection (the activity poll's /metrics), and `KeptGet`, GETs asked again and again on one kept connection
-(the router's /health).
+"""Plain HTTP/1.1 GETs on asyncio streams, for the hot paths httpx was too dear for: `plain_get`, one GET per fresh
+connection (the activity poll's /metrics, the event stream's /models re-read), and `KeptGet`, GETs asked again and
+again on one kept connection (the router's /health where the event stream asks it beside a long list read; its
+checks in the stream's silences go through router/health_beat.py, on connections of its own).
 
 Why not httpx: the poll asks every loaded model every 2 s (20 models: 10 requests a second), the router closes the
 connection after every proxied answer (`Connection: close`, so nothing is saved by keeping one), and httpx spent
@@ -46,7 +47,7 @@ async def plain_get(
             reader, writer = await asyncio.open_connection(host, port, limit=MAX_HEAD)
             try:
                 writer.write(_get_request(host, port, path, headers, close=True))
-                status, fields = _parse_head(await _read_until(reader, b"\r\n\r\n", what), what)
+                status, fields = parse_head(await _read_until(reader, b"\r\n\r\n", what), what)
                 room = limit if status < 400 else MAX_ERROR_BYTES
                 body = await _read_body(reader, fields, room, what, cut=status >= 400)
             finally:
@@ -114,7 +115,7 @@ class KeptGet:
                 if reused and nothing and attempt == 1:
                     continue  # closed by the router before it read this request: once more, on a new connection
                 raise
-            status, fields = _parse_head(raw, what)
+            status, fields = parse_head(raw, what)
             body = await _read_body(reader, fields, limit if status < 400 else MAX_ERROR_BYTES, what, cut=status >= 400)
             keeps = (
                 status < 400
@@ -151,7 +152,8 @@ async def _read_until(reader: asyncio.StreamReader, sep: bytes, what: str) -> by
         raise BadAnswer(f"{what}: an answer whose head or chunk line has no end within its limit") from None
 
 
-def _parse_head(raw: bytes, what: str) -> tuple[int, dict[str, str]]:
+def parse_head(raw: bytes, what: str) -> tuple[int, dict[str, str]]:
+    """The status and the fields (names lower-cased) of an answer's head, its terminating blank line included."""
     text = raw.decode("latin-1")
     status_line, *rest = text.split("\r\n")
     parts = status_line.split(" ", 2)
