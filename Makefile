@@ -50,7 +50,7 @@ recording: install
 	$(PIP) -e '.[recording]'
 	$(PYTHON) -m scripts.recording docs/demo.cast
 
-BENCHES = event_latency_cli ssh_connect lifecycle ui_event_to_screen ui_idle_cpu ui_size hostile_rss liveness link_loss log_flood remote_sessions_idle history_query activity_cost remote_rtt remote_actions history_readback scrollback_rss http1_h11 ask_first_token metrics_scrape serve_sessions fleet_size pull_cost
+BENCHES = event_latency_cli ssh_connect lifecycle ui_event_to_screen ui_idle_cpu ui_size hostile_rss liveness link_loss log_flood remote_sessions_idle history_query activity_cost remote_rtt remote_actions history_readback scrollback_rss http1_h11 ask_first_token metrics_scrape serve_sessions fleet_size fleet_size_ssh pull_cost pull_to_screen wedged_flag detail_refresh
 
 bench: install-test
 	for b in $(BENCHES); do $(PYTHON) -m bench.$$b || exit 1; done

@@ -444,11 +444,15 @@ def config_to_dict(cfg: Config) -> dict[str, Any]:
 
 def write_config(cfg: Config, path: Path) -> None:
     """Write atomically (temp file in the same directory, then rename), mode 0600."""
+    write_atomically(path, tomli_w.dumps(config_to_dict(cfg)).encode())
+
+
+def write_atomically(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """`data` as the whole of `path`: a temp file in the same directory, synced, then renamed over it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = tomli_w.dumps(config_to_dict(cfg)).encode()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
-        os.fchmod(fd, 0o600)
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

@@ -21,6 +21,7 @@ DEFAULT_KEYS: dict[str, dict[str, str]] = {
         "model_files": "m",
         "ask": "a",
         "hub": "d",
+        "remove_model": "D",
         "goto_log": "g",
         "toggle_fleet": "f",
         "history": "h",
@@ -29,11 +30,14 @@ DEFAULT_KEYS: dict[str, dict[str, str]] = {
         "quit": "q",
         "command": "colon",
         "retry_machine": "R",
+        "add_machine": "plus",
         "machines_compact": "c",
         "machines_problems_first": "exclamation_mark",
+        "model_detail": "i",
         **{f"machine_{n}": str(n) for n in range(1, 10)},
         "log_follow": "p",
         "log_level": "w",
+        "log_wrap": "W",
         "log_model": "M",
         "log_search": "slash",
         "log_find_next": "n",
@@ -74,6 +78,8 @@ DEFAULT_KEYS: dict[str, dict[str, str]] = {
     "ask": {"ask_stop": "escape", "ask_attach": "ctrl+o"},
     "hub": {"hub_close": "escape", "hub_search": "slash"},
     "image_picker": {"image_cancel": "escape"},
+    "add_machine": {"add_machine_save": "ctrl+s", "add_machine_cancel": "escape"},
+    "model_detail": {"detail_close": "escape,i"},
 }
 """scope -> binding id -> its keys, as the UI binds them (comma-separated)."""
 

@@ -19,7 +19,11 @@ All of it locally, then over ssh (a real OpenSSH sshd on 127.0.0.1) when sshd is
 
 Also a paused panel over 100,000 lines (page-up latency, a search across them, their memory): `scrollback`.
 
-Run: python -m bench.log_flood [RATE] [SECONDS] [local|ssh|scrollback|both]
+With `wrap`, the log panel wraps its long lines (`W`) throughout, and every 5th flood line is 160 characters longer
+(two or three rows wrapped); `cut` is the same flood with the lines cut at the edge, to compare. The scrollback
+figures also say what `W` costs over 100,000 lines.
+
+Run: python -m bench.log_flood [RATE] [SECONDS] [local|ssh|scrollback|both] [wrap|cut]
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WRITER = r"""
 import os, sys, time
 path, rate, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+tail = " " + "why: " * 32 if sys.argv[4:] == ["long"] else ""  # every 5th line 160 characters longer
 total = int(rate * seconds)
 fd = os.open(path, os.O_WRONLY | os.O_APPEND)
 t0 = time.monotonic()
@@ -70,7 +75,8 @@ while n < total:
         elif n % 7 == 0:
             out.append(f"[{port}] 0.00.{n % 1000:03d}.000 I slot update_slots: id  0 | task {n} | flood line {n:07d}\n")
         else:
-            out.append(f"0.00.{n % 1000:03d}.000 I srv  update_slots: all slots idle, flood line {n:07d} of {total}\n")
+            line = f"0.00.{n % 1000:03d}.000 I srv  update_slots: all slots idle, flood line {n:07d} of {total}"
+            out.append(line + (tail if n % 5 == 0 else "") + "\n")
     if out:
         os.write(fd, "".join(out).encode())
     time.sleep(tick)
@@ -81,6 +87,7 @@ print(time.monotonic() - t0, flush=True)
 """
 
 LAST = re.compile(r"LAST LINE (\d+)")
+WRAP = {"on": False, "long": False}  # the panel wraps (`wrap`); every 5th flood line is long (`wrap` or `cut`)
 
 
 def append(path: str, text: str) -> None:
@@ -143,7 +150,14 @@ async def other_traffic(fleet: Fleet, name: str, out: list[float], stop: asyncio
 
 async def flood(log_path: str, rate: int, seconds: float) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-c", WRITER, log_path, str(rate), str(seconds), stdout=asyncio.subprocess.PIPE
+        sys.executable,
+        "-c",
+        WRITER,
+        log_path,
+        str(rate),
+        str(seconds),
+        *(["long"] if WRAP["long"] else []),
+        stdout=asyncio.subprocess.PIPE,
     )
 
 
@@ -156,6 +170,8 @@ async def dashboard(cfg: Config, name: str, rate: int, seconds: float) -> str:
     async with app.run_test(size=(140, 45)) as pilot:
         try:
             router_pid = await start_and_wait(fleet, name, pilot)
+            if WRAP["on"]:
+                app.dashboard.logs.action_toggle_wrap()
             manager = fleet.machine(name).manager
             assert manager is not None
             log_path = await manager.log_path()
@@ -380,6 +396,15 @@ async def scrollback(n: int = 100_000) -> str:
         panel.set_source("bench", lines)
         panel.focus()
         await pilot.pause(0.3)
+        t = time.perf_counter()
+        panel.action_toggle_wrap()  # every line counted for the panel's width
+        painted = asyncio.Event()
+        app.call_after_refresh(painted.set)
+        await painted.wait()
+        wrap_ms = (time.perf_counter() - t) * 1000
+        if not WRAP["on"]:
+            panel.action_toggle_wrap()
+        await pilot.pause(0.3)
         done: list[float] = []
         original = panel.action_page_up
 
@@ -407,7 +432,8 @@ async def scrollback(n: int = 100_000) -> str:
     return "\n".join([
         f"[scrollback] {n:,} parsed lines cost {cost / 2**20:.1f} MB ({cost / n:.0f} bytes a line, text included)",
         f"[scrollback] packed in a scrollback, they cost {packed / 2**20:.1f} MB ({packed / n:.0f} bytes a line)",
-        figures(f"[scrollback] page up in a paused panel of {n:,} lines -> painted", lat),
+        f"[scrollback] W (wrap) over {n:,} lines -> painted: {wrap_ms:.0f} ms",
+        figures(f"[scrollback] page up in a paused panel of {n:,} lines{' (wrapped)' * WRAP['on']} -> painted", lat),
         f"[scrollback] search across {n:,} lines -> painted: {search_ms:.0f} ms ({found} line found)",
     ])  # fmt: skip
 
@@ -453,4 +479,5 @@ async def main(rate: int, seconds: float, where: str) -> None:
 
 if __name__ == "__main__":
     a = sys.argv[1:]
+    WRAP["on"], WRAP["long"] = a[3:4] == ["wrap"], a[3:4] in (["wrap"], ["cut"])
     asyncio.run(main(int(a[0]) if a else 20000, float(a[1]) if len(a) > 1 else 10.0, a[2] if len(a) > 2 else "both"))

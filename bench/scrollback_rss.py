@@ -5,7 +5,9 @@ appended in batches of 50, as the fleet's follower sends them: WARM lines first 
 and allocator pools fill), then N more, following (the rows painted as they come) and then the same again paused.
 Printed: RSS growth per line for each.
 
-Run: python -m bench.scrollback_rss [N] [WARM]
+With `wrap`, the panel wraps its lines (`W`) as they come.
+
+Run: python -m bench.scrollback_rss [N] [WARM] [wrap]
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ SHAPES = (
     "[{port}] {t} I srv  llama_server: model loaded",
     "{t} I srv           run: instance name=chat-small exited with status 0",
 )
+
+
+WRAP = {"on": False}
 
 
 def router_lines(n: int, start: int, att: LogAttributor) -> list[LogLine]:
@@ -77,6 +82,8 @@ async def main(n: int, warm: int) -> None:
     async with app.run_test(size=(140, 45)) as pilot:
         panel = app.query_one(LogPanel)
         panel.set_source("bench", [])
+        if WRAP["on"]:
+            panel.action_toggle_wrap()
         att = LogAttributor()
         await feed(panel, att, 0, warm)
         await pilot.pause(0.3)
@@ -97,5 +104,6 @@ async def main(n: int, warm: int) -> None:
 
 
 if __name__ == "__main__":
-    args = [int(a) for a in sys.argv[1:]]
+    WRAP["on"] = "wrap" in sys.argv[1:]
+    args = [int(a) for a in sys.argv[1:] if a != "wrap"]
     asyncio.run(main(args[0] if args else 8000, args[1] if len(args) > 1 else 2000))

@@ -22,6 +22,11 @@ the whole list of what is not live:
   ShotFleet.release).
 - Notifications carry the router's own words, which are the same on every run (the model's error lines, without
   timestamps).
+- hub.svg and pulling.svg: workstation's hub is a stand-in on loopback (tests/helpers/hub_standin.py, started here,
+  serving the tiny repo at HUB_RATE so the download lasts a few seconds), shown under the fixed address HUB_SHOWN
+  (its port differs between runs). Its fit verdicts are judged against workstation's fixed STATS, not this
+  machine's memory. The downloading row is caught as loading.svg is (the feed held at the first progress event),
+  with fixed figures (PULL_SHOWN: the bytes done, rate and time left differ on every run).
 
 Router records and logs go to ROOT/state (XDG_STATE_HOME is set for this process), so a demo an operator keeps
 running is neither adopted nor disturbed. `--root DIR` puts the demo elsewhere (the tests do, so they never touch
@@ -46,11 +51,12 @@ from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
 from app import demo
 from app.config import Config
 from app.services.activity.poll import ActivityChanged
+from app.services.core.download_meter import PullProgress
 from app.services.core.fleet_events import (
     FleetEvent,
     HostStatsChanged,
@@ -66,19 +72,30 @@ from app.services.core.router_types import ModelInfo, ModelState
 from app.services.files.discovery import DiscoveredModel, Discovery
 from app.services.fit.estimate import FitEstimate
 from app.services.fleet import Fleet
+from app.services.hosts.child_memory import ModelMemory
+from app.services.hub.hub_api import RepoHit
+from app.services.hub.pull import PullOutcome
+from app.services.hub.search import RepoChoices, repo_choices
 from app.services.presets.store import Edit, PresetPlan, PresetResult, PresetSnapshot
 from app.ui.app import HerdApp, make_app
 from app.ui.screens.confirm import ConfirmScreen
 from app.ui.screens.help import HelpScreen
+from app.ui.screens.hub import HubScreen
 from app.ui.screens.preset_form import PresetForm
+from tests.helpers.hub_standin import TINY_REPO, HubStandin, write_tiny_hub
 
 ROOT = Path("/tmp/llamaherd-screenshots")
 PORTS = (39101, 39102, 39103)
 SIZE = (120, 40)
 FROZEN = 1_760_000_000.0
 FILES = ("overview.svg", "compact.svg", "command.svg", "fleet.svg", "loading.svg", "failed.svg", "preset-diff.svg",
-         "help.svg")  # fmt: skip
-TIMEOUT = 30.0
+         "help.svg", "hub.svg", "pulling.svg")  # fmt: skip
+HUB_MACHINE = "workstation"
+HUB_SHOWN = "https://hub.example.internal"
+HUB_RATE = 100_000.0  # bytes a second: the tiny repo's file takes ~4 s
+PULLED = f"{TINY_REPO}:Q4_K_M"
+PULL_SHOWN = (0.41, 96_000.0)  # the fraction done and the rate (bytes a second) the downloading row shows
+TIMEOUT = 90.0  # a bound on a wait that never came, not a target: the suite runs on several workers
 
 GIB = 1024**3
 STATS: dict[str, HostStats] = {
@@ -172,6 +189,8 @@ class ShotFleet:
             return  # tokens/s and its sparkline differ from run to run
         if isinstance(ev, MachineChanged):
             ev = MachineChanged(ev.machine, self._view(ev.view))
+        if isinstance(ev, ModelsChanged | ModelsUpdated) and any(m.download for m in ev.models):
+            ev = dataclasses.replace(ev, models=tuple(_shown_download(m) for m in ev.models))
         if self.held or (self.hold_logs and isinstance(ev, LogLines)):
             self._kept.append(ev)
             return
@@ -188,6 +207,18 @@ class ShotFleet:
         kept, self._kept = self._kept, []
         for ev in kept:
             self._send(ev)
+
+    async def hub_search(self, machine: str, query: str) -> list[RepoHit]:
+        return await self.fleet.hub_search(machine, query)
+
+    async def hub_repo(self, machine: str, repo: str) -> RepoChoices:
+        # judged against the machine's fixed figures, not this machine's memory
+        return await repo_choices(self.fleet.machine(machine), repo, host=STATS.get(machine))
+
+    async def pull(
+        self, machine: str, spec: str, on_progress: Callable[[PullProgress], None] | None = None
+    ) -> PullOutcome:
+        return await self.fleet.pull(machine, spec, on_progress)
 
     def _view(self, v: MachineView) -> MachineView:
         if v.started_at is None:
@@ -247,6 +278,9 @@ class ShotFleet:
     async def fit_estimate(self, machine: str, model: ModelInfo, has_gpu: bool) -> FitEstimate:
         return await self.fleet.fit_estimate(machine, model, has_gpu)
 
+    async def model_memory(self, machine: str) -> dict[str, ModelMemory]:
+        return await self.fleet.model_memory(machine)
+
     async def file_estimate(self, machine: str, model: DiscoveredModel, has_gpu: bool) -> FitEstimate:
         return await self.fleet.file_estimate(machine, model, has_gpu)
 
@@ -267,6 +301,16 @@ class ShotFleet:
 
     async def new_section(self, machine: str, model: DiscoveredModel) -> dict[str, str]:
         return await self.fleet.new_section(machine, model)
+
+
+def _shown_download(m: ModelInfo) -> ModelInfo:
+    """A downloading model's progress at the fixed figures of PULL_SHOWN (its real total)."""
+    if m.download is None or not m.download.total:
+        return m
+    fraction, rate = PULL_SHOWN
+    done = int(m.download.total * fraction)
+    shown = PullProgress(m.download.name, done, m.download.total, rate, (m.download.total - done) / rate)
+    return dataclasses.replace(m, download=shown)
 
 
 # ---- the run ----
@@ -448,15 +492,62 @@ class Director:
 
         await until(pilot, "broken-q4 failed", failed_shown)
         await self.shoot("failed.svg")
+        await self.hub_and_pull()
+
+    async def hub_and_pull(self) -> None:
+        """Last, so no screenshot before has the pulled model: the hub screen on workstation with a repo's quants and
+        their fit verdicts, then Enter pulls the first one and its row is caught downloading."""
+        app, pilot = self.app, self.pilot
+        await self.select("1", "chat-small")
+        app.clear_notifications()  # broken-q4's failure (gpu-box-a's) is not this picture's
+        await pilot.press("d")
+        await until(pilot, "the hub screen", lambda: isinstance(app.screen, HubScreen))
+        hub = app.screen
+        assert isinstance(hub, HubScreen)
+        hub.query_one("#hub-query", Input).value = TINY_REPO
+        await pilot.press("enter")
+
+        def listed() -> bool:
+            status = str(hub.query_one("#hub-status", Static).render())
+            return len(hub.rows) == 2 and "quant(s)" in status
+
+        await until(pilot, "the repo's quants and verdicts", listed)
+        await self.shoot("hub.svg")
+
+        def downloading(ev: FleetEvent) -> bool:
+            return (
+                isinstance(ev, ModelsChanged | ModelsUpdated)
+                and ev.machine == HUB_MACHINE
+                and any(m.id == PULLED and m.state is ModelState.DOWNLOADING and m.download for m in ev.models)
+            )
+
+        self.fleet.hold_logs = True
+        self.fleet.hold_after = downloading
+        await pilot.press("enter")  # the first quant: pulled
+        await until(pilot, "the downloading row", lambda: self.fleet.held and "%" in status(app, PULLED))
+        await until(pilot, "the hub screen closed", lambda: app.screen is app.dashboard)
+        await self.shoot("pulling.svg")
+        self.fleet.release()
+        await until(pilot, "the pull's end", lambda: PULLED in app.dashboard.model_table.rows_now
+                    and "downloading" not in status(app, PULLED))  # fmt: skip
 
 
 async def shoot(config: Config, out: Path) -> None:
     await demo.start_routers(config)
     await wait_for_startup_models(config)
     fleet = ShotFleet(Fleet(config))
-    app = make_app(config, fleet, frozen_time=FROZEN, ascii_mode=False)
+    app = make_app(with_hub(config, HUB_SHOWN), fleet, frozen_time=FROZEN, ascii_mode=False)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await Director(app, pilot, fleet, out).run()
+
+
+def with_hub(config: Config, hub: str, cache: Path | None = None) -> Config:
+    """HUB_MACHINE with this hub (and download cache): the routers get the real one, the screen HUB_SHOWN."""
+    machines = tuple(
+        dataclasses.replace(m, hub=hub, hub_cache=str(cache) if cache else m.hub_cache) if m.name == HUB_MACHINE else m
+        for m in config.machines
+    )
+    return dataclasses.replace(config, machines=machines)
 
 
 MARKER = ".llamaherd-screenshots"
@@ -482,11 +573,16 @@ def take(out: Path, root: Path = ROOT) -> float:
     os.environ["XDG_STATE_HOME"] = str(root / "state")  # this run's router records and logs, nobody else's
     os.environ.pop("NO_COLOR", None)  # the files are the same whoever makes them
     config = with_ports(demo.prepare(root), fixed=root == ROOT)
+    hub = HubStandin(write_tiny_hub(root / "hub"))
+    hub.rate = HUB_RATE
+    hub.start()
+    config = with_hub(config, hub.url, root / "hub-cache")
     try:
         asyncio.run(shoot(config, out))
     finally:
         # Every router under `root` is this run's (its state directory was made above): stop them all.
         asyncio.run(demo.stop_routers(config, [m.name for m in config.machines]))
+        hub.stop()
         shutil.rmtree(root, ignore_errors=True)
     return time.monotonic() - t0
 

@@ -23,7 +23,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 # The fixtures of tests/helpers/sshd.py (one sshd, and one without SFTP, for the whole session, shared by every module
 # that asks for them) and tests/helpers/tmux.py (a tmux server of the test's own).
-pytest_plugins = ["tests.helpers.sshd", "tests.helpers.tmux", "tests.helpers.hub_standin"]
+pytest_plugins = ["tests.helpers.sshd", "tests.helpers.tmux", "tests.helpers.hub_fixtures"]
 
 # What a test needs, as the fixtures it takes (directly or through other fixtures) tell it: a test that takes one
 # of these carries the marker, so `-m "not ssh"` (and the others) really leave that component out. The markers are
@@ -43,6 +43,8 @@ NEEDS: dict[str, frozenset[str]] = {
 # Fixtures that take something of the machine's by a fixed name (a Unix user): under `pytest -n N --dist loadgroup`
 # (make test) the tests that take one run on one worker, one after another.
 ONE_AT_A_TIME: dict[str, str] = {"second_user": "second-unix-user"}
+# Modules whose tests share one costly module-scoped fixture (make screenshots, ~15 s): on one worker, it runs once.
+ONE_WORKER_MODULES = frozenset({"test_screenshots.py"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -54,6 +56,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for fixture, group in ONE_AT_A_TIME.items():
             if fixture in used:
                 item.add_marker(pytest.mark.xdist_group(group))
+        if item.path.name in ONE_WORKER_MODULES:
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
 
 
 @pytest.fixture(scope="session")

@@ -19,14 +19,16 @@ from app.cli.status_schema import model_entry, stable
 from app.cli.wording import say
 from app.services.core.errors import HerdError, RouterNotAnswering
 from app.services.core.host_types import HostStats
-from app.services.core.router_types import ModelState, RouterState
+from app.services.core.router_types import ModelInfo, ModelState, RouterState
 from app.services.core.textsafe import visible, visible_lines
 from app.services.history.scope import router_scope
 from app.services.hosts import proc_probes
+from app.services.hosts.child_memory import ChildProbe, memory_of
 from app.services.hosts.local import LocalTransport
 from app.services.lifecycle.manager import RouterStatus
 from app.services.logs.parse import LogAttributor
 from app.services.machine.machine import Machine
+from app.services.machine.model_memory import ATTACHED, NOT_RUNNING, probe_children, running_of, unknown
 from app.services.router.client import HEALTH_BOUND, LINK_ROUND_TRIPS, RouterClient
 
 STATUS_TIMEOUT = 10.0
@@ -79,7 +81,10 @@ async def machine_status(m: Machine) -> dict[str, Any]:
                 return await m.transport.host_stats()
 
             # The router is asked at once, while the second sample waits for the first one's answer.
-            stats, _, _ = await asyncio.gather(second_stats(), _models_part(m, out, client), _rss(m, pid, out))
+            stats, models, _, probe = await asyncio.gather(
+                second_stats(), _models_part(m, out, client), _rss(m, pid, out), _children(m, pid)
+            )
+            _memory_into(out, models, probe, attached=m.manager is None)
             out["cpu_pct"] = round(stats.cpu_pct, 1)
             out["mem_used"], out["mem_total"] = stats.mem_used, stats.mem_total
             out["load_avg"] = list(stats.load_avg)
@@ -100,6 +105,30 @@ async def machine_status(m: Machine) -> dict[str, Any]:
 async def _rss(m: Machine, pid: int | None, out: dict[str, Any]) -> None:
     if pid is not None:
         out["rss"] = await m.transport.process_tree_rss(pid)
+
+
+async def _children(m: Machine, pid: int | None) -> ChildProbe | str:
+    """The router's children (each model's memory), asked with the router's answers: not one more round trip.
+    Why not, as text, when they cannot be read."""
+    if pid is None:
+        return NOT_RUNNING
+    try:
+        return await probe_children(m.transport, pid)
+    except HerdError as e:
+        return say(e)
+
+
+def _memory_into(out: dict[str, Any], models: tuple[ModelInfo, ...], probe: ChildProbe | str, attached: bool) -> None:
+    running = running_of(models)
+    if not running:
+        return
+    if attached:
+        mems = unknown(running, ATTACHED)
+    elif isinstance(probe, str):
+        mems = unknown(running, probe)
+    else:
+        mems = memory_of(probe, running)
+    out["models"] = [model_entry(x, mems.get(x.id)) for x in models]
 
 
 async def _router_part(m: Machine, out: dict[str, Any]) -> tuple[RouterClient | None, int | None]:
@@ -129,9 +158,10 @@ async def _router_part(m: Machine, out: dict[str, Any]) -> tuple[RouterClient | 
     return None, None
 
 
-async def _models_part(m: Machine, out: dict[str, Any], client: RouterClient | None) -> None:
+async def _models_part(m: Machine, out: dict[str, Any], client: RouterClient | None) -> tuple[ModelInfo, ...]:
+    """The router's models into `out`, and returned (none when it was not asked or did not answer)."""
     if client is None:
-        return
+        return ()
     try:
         # /health and the list are asked together; /health bounded first decides (a stopped router's process
         # looks alive, only its silence tells).
@@ -148,12 +178,14 @@ async def _models_part(m: Machine, out: dict[str, Any], client: RouterClient | N
         out["models_known"] = len(models)
         out["models_failed"] = [x.id for x in models if x.state is ModelState.FAILED or x.failed]
         out["models"] = [model_entry(x) for x in models]
+        return tuple(models)
     except RouterNotAnswering as e:
         out["router"] = RouterState.NOT_ANSWERING.value
         out["reason"] = str(e)
     except HerdError as e:
         out["router"] = RouterState.UNREACHABLE.value if m.manager is None else out["router"]
         out["reason"] = say(e)
+    return ()
 
 
 def format_status(s: dict[str, Any]) -> str:

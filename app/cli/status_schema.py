@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from app.services.core.router_types import ModelInfo
+from app.services.hosts.child_memory import ModelMemory
 
-SCHEMA = 1
+SCHEMA = 2
+"""1: the first; 2: each model's `rss`, `gpu_memory` and `memory_unknown`."""
 
 # key -> its value when nothing was learnt of it (a machine not reached, a router not asked).
 STATUS_KEYS: dict[str, Any] = {
@@ -27,7 +29,7 @@ STATUS_KEYS: dict[str, Any] = {
     "models_loaded": 0,
     "models_known": 0,
     "models_failed": [],
-    "models": [],  # [{id, state, ctx, exit_code, failed}] as the router listed them
+    "models": [],  # [{id, state, ctx, exit_code, failed, rss, gpu_memory, memory_unknown}] as the router listed them
     "cpu_pct": None,
     "mem_used": None,
     "mem_total": None,
@@ -37,8 +39,19 @@ STATUS_KEYS: dict[str, Any] = {
 }
 
 
-def model_entry(m: ModelInfo) -> dict[str, Any]:
-    return {"id": m.id, "state": m.state.value, "ctx": m.ctx, "exit_code": m.exit_code, "failed": m.failed}
+def model_entry(m: ModelInfo, mem: ModelMemory | None = None) -> dict[str, Any]:
+    """One model; `mem` its memory when it runs (rss and gpu_memory in bytes, null when not known, and then
+    memory_unknown says why; a model not running has nulls and "")."""
+    return {
+        "id": m.id,
+        "state": m.state.value,
+        "ctx": m.ctx,
+        "exit_code": m.exit_code,
+        "failed": m.failed,
+        "rss": mem.rss if mem else None,
+        "gpu_memory": mem.gpu if mem else None,
+        "memory_unknown": mem.why if mem else "",
+    }
 
 
 def stable(found: dict[str, Any]) -> dict[str, Any]:

@@ -85,9 +85,20 @@ def table(watched: list[Watched], rounds: list[ActivityChanged]) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     if len(rows) == 1:
         lines.append("(no loaded model)")
+    lines += not_answering_lines(rounds)
     lines += [visible(w.problem) for w in watched if w.problem]
     lines += [visible(f"{r.machine}: {r.hint}") for r in rounds if r.hint]
     return "\n".join(lines)
+
+
+def not_answering_lines(rounds: list[ActivityChanged]) -> list[str]:
+    """Loaded models whose children stopped answering (issue 35): no figures to show, so counted and named."""
+    silent = [(r.machine, r.not_answering) for r in rounds if r.not_answering]
+    total = sum(len(models) for _, models in silent)
+    if not total:
+        return []
+    out = [f"{total} loaded model{'s' if total != 1 else ''} not answering (/metrics unanswered, polls in a row):"]
+    return out + [visible(f"  {machine}: {', '.join(models)}") for machine, models in silent]
 
 
 def model_json(a: ModelActivity) -> dict[str, Any]:
@@ -113,7 +124,10 @@ def document(watched: list[Watched], rounds: list[ActivityChanged], now: float) 
     machines = []
     for w in watched:
         r = by_machine.get(w.machine.name)
-        machines.append({"machine": w.machine.name, "problem": w.problem or None, "hint": r.hint if r else None})
+        machines.append({
+            "machine": w.machine.name, "problem": w.problem or None, "hint": r.hint if r else None,
+            "not_answering": list(r.not_answering) if r else [],
+        })  # fmt: skip
     acts = busiest_first(a for r in rounds for a in r.models)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
     return {"time": stamp, "models": [model_json(a) for a in acts], "machines": machines}

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import sqlite3
 from collections.abc import AsyncGenerator, Callable, Collection, Sequence
 
-from app.config import Config
+from app.config import Config, MachineConfig
 from app.errors import ConfigError
 from app.services.activity.poll import ActivityChanged, ActivityPoller, Target, machine_target
 from app.services.ask.answer import Answer, Piece, ask
@@ -24,6 +25,7 @@ from app.services.fit.check import estimate_model, estimate_section
 from app.services.fit.estimate import FitEstimate, FitInputError
 from app.services.history.downloads import pull_row, record, removal_row
 from app.services.history.store import HistoryStore
+from app.services.hosts.child_memory import ModelMemory
 from app.services.hub.hub_api import RepoHit
 from app.services.hub.progress import PullProgress
 from app.services.hub.pull import PullOutcome
@@ -33,6 +35,7 @@ from app.services.hub.search import RepoChoices, repo_choices, search_repos
 from app.services.lifecycle.manager import RouterRecord
 from app.services.logs.parse import skipped_marker
 from app.services.machine.machine import Machine
+from app.services.machine.model_memory import model_memory
 from app.services.presets.store import Edit, PresetPlan, PresetResult, PresetSnapshot, PresetStore
 from app.services.router.client import RouterClient
 from app.services.router.load_and_wait import LOAD_TIMEOUT, ensure_loaded
@@ -195,6 +198,10 @@ class Fleet:
     async def model_props(self, machine: str, model: str) -> ModelProps:
         return await (await self.machine(machine).router_client()).model_props(model)
 
+    async def model_memory(self, machine: str) -> dict[str, ModelMemory]:
+        """Each running model's child RSS and GPU memory (one command on the machine), or why not known."""
+        return await model_memory(self.machine(machine))
+
     async def start_router(self, machine: str) -> RouterRecord:
         m = self.machine(machine)
         if m.manager is None:
@@ -310,6 +317,20 @@ class Fleet:
         if client.api_key:
             env["LLAMAHERD_API_KEY"] = client.api_key
         return env
+
+    def add_machine(self, machine: MachineConfig) -> None:
+        """A machine added while running (the dashboard's form wrote it to the config file): followed from now on as
+        the configured ones are, its state sent to every subscriber. A name already in the fleet is refused."""
+        if machine.name in self._machines:
+            raise ConfigError(f"there is already a machine named {machine.name!r}")
+        m = Machine(machine, self._emit, log_capacity=min(self.config.ui.log_lines, MACHINE_LOG_LINES))
+        self._machines[machine.name] = m
+        self.names.append(machine.name)
+        self.config = dataclasses.replace(self.config, machines=(*self.config.effective_machines, machine))
+        self._emit(MachineChanged(m.name, m.view))
+        self._emit(ModelsChanged(m.name, tuple(m.models.values())))
+        if self._started:
+            m.start()
 
     def retry_now(self, machine: str) -> None:
         """Wake the machine's follower: it connects (an ssh connect skips its backoff wait) and looks at its router

@@ -21,7 +21,6 @@ from textual.app import App
 from textual.binding import Binding
 from textual.notifications import Notify, SeverityLevel
 from textual.screen import Screen
-from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.worker import Worker, WorkerState
 
 from app.config import Config
@@ -41,13 +40,9 @@ from app.ui.patches.toast_bound import MAX_TOASTS, drop_oldest
 from app.ui.state.fleet_protocol import FleetApi
 from app.ui.state.herd_state import HerdState
 from app.ui.text.glyphs import Glyphs, glyphs_for, want_ascii
+from app.ui.widgets.whole_cell_scrollbar import use as use_whole_cell_scrollbars
 
 MAX_BATCH = 5000  # events taken off the queue in one go
-
-
-class AsciiScrollBarRender(ScrollBarRender):
-    VERTICAL_BARS: ClassVar[list[str]] = [" "] * 8
-    HORIZONTAL_BARS: ClassVar[list[str]] = [" "] * 8
 
 
 class HerdApp(App[int]):
@@ -104,9 +99,9 @@ class HerdApp(App[int]):
         self.live = LiveFeed(self.state, self.dashboard.paint, self._later, self.call_after_refresh, self.now)
         if config.keymap:
             self.set_keymap(config.keymap)
-        # Scrollbars draw eighth-blocks at their ends; in ASCII mode the thumb is a plain coloured block. Textual
-        # keeps the renderer on the class, so it is set either way: one process may build both kinds (tests do).
-        ScrollBar.renderer = AsciiScrollBarRender if self.ascii_mode else ScrollBarRender
+        # Thumbs of whole cells, at least two (Textual's eighth-block ends read as stray `▉`, `▎`), in either mode:
+        # in ASCII mode that is a plain coloured block, as it was.
+        use_whole_cell_scrollbars()
 
     async def run_action(self, action: str | Any, default_namespace: Any = None, namespaces: Any = None) -> bool:
         """Run an action; a dashboard key the footer shows dimmed, pressed anyway, says why it does nothing."""

@@ -96,7 +96,8 @@ class LiveFeed:
                 self._note_transitions(ev)
                 self._trim_due = self._trim_due or (isinstance(ev, ModelsChanged) and len(ev.models) >= BIG_LIST)
             self._pending = self._pending.merge(self.state.apply([ev], now))
-        self._schedule_flush()
+        if self._pending:  # events that change nothing shown (a download's own progress events) ask for no paint
+            self._schedule_flush()
 
     def _schedule_flush(self) -> None:
         if self._flush_due:

@@ -8,8 +8,9 @@ It answers what llama-server's download child asks (reference §2.7, confirmed b
 
 The folder holds `<owner>/<name>/<file>`. Switches, set on the object while it runs: `missing` (repos answered
 404 although present), `cut_at` (every GET of a file stops after that many bytes and closes the connection),
-`rate` (bytes per second for file bodies), `token` (a gated hub: 401 without that bearer token), `requests` (every
-request line seen). `closed_hub()` holds an address
+`rate` (bytes per second for file bodies), `token` (a gated hub: 401 without that bearer token), `page_size` (a
+tree a page at a time, the next page in a `Link` header), `requests` (every request line seen). `closed_hub()`
+holds an address
 that refuses connections: an unreachable hub.
 
 Threaded (one thread per connection); stopped by the fixture that started it.
@@ -28,8 +29,6 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
-
-import pytest
 
 from app.tinymodels import TinySpec, write_tiny_model
 
@@ -56,6 +55,9 @@ class HubStandin:
         self.cut_at: int | None = None
         self.rate: float | None = None
         self.token: str | None = None  # when set, every request without `Authorization: Bearer <token>` gets 401
+        # when set, a tree is answered this many entries a page, the next page named in a Link header (rel="next")
+        # as huggingface.co does (1,000 a page there)
+        self.page_size: int | None = None
         self.requests: list[str] = []
         self._sha: dict[Path, str] = {}
         self._lock = threading.Lock()
@@ -139,7 +141,7 @@ def _handler_for(hub: HubStandin) -> type[BaseHTTPRequestHandler]:
                 return self._refs(m[1])
             m = re.fullmatch(r"/api/models/([^/]+/[^/]+)/tree/([^/]+)(?:/.*)?", path)
             if m:
-                return self._tree(m[1])
+                return self._tree(m[1], parts.path, query)
             m = re.fullmatch(r"/api/models/([^/]+/[^/]+)", path)
             if m:
                 return self._info(m[1])
@@ -148,11 +150,13 @@ def _handler_for(hub: HubStandin) -> type[BaseHTTPRequestHandler]:
                 return self._resolve(m[1], m[3], body)
             self._json(404, {"error": "Not found"})
 
-        def _json(self, status: int, obj: object) -> None:
+        def _json(self, status: int, obj: object, link: str | None = None) -> None:
             data = json.dumps(obj).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            if link:
+                self.send_header("Link", link)
             if status == 404:
                 self.send_header("X-Error-Code", "RepoNotFound")
             self.end_headers()
@@ -181,7 +185,7 @@ def _handler_for(hub: HubStandin) -> type[BaseHTTPRequestHandler]:
             main = {"name": "main", "ref": "refs/heads/main", "targetCommit": commit_of(repo)}
             self._json(200, {"branches": [main], "converts": [], "tags": []})
 
-        def _tree(self, repo: str) -> None:
+        def _tree(self, repo: str, path: str, query: dict[str, list[str]]) -> None:
             folder = hub.repo_folder(repo)
             if folder is None:
                 return self._not_found()
@@ -193,7 +197,12 @@ def _handler_for(hub: HubStandin) -> type[BaseHTTPRequestHandler]:
                     git_oid = hashlib.sha1(rel.encode()).hexdigest()
                     lfs = {"oid": hub.sha256(p), "size": size, "pointerSize": 134}
                     entries.append({"type": "file", "oid": git_oid, "size": size, "path": rel, "lfs": lfs})
-            self._json(200, entries)
+            if hub.page_size is None:
+                return self._json(200, entries)
+            start = int((query.get("cursor") or ["0"])[0])
+            end = start + hub.page_size
+            link = f'<{hub.url}{path}?recursive=true&cursor={end}>; rel="next"' if end < len(entries) else None
+            self._json(200, entries[start:end], link)
 
         def _info(self, repo: str) -> None:
             folder = hub.repo_folder(repo)
@@ -307,19 +316,3 @@ if __name__ == "__main__":
     import sys
 
     main(sys.argv[1:])
-
-
-# ---- fixtures (a pytest plugin: tests/conftest.py names this module in pytest_plugins) ----
-
-
-@pytest.fixture(scope="module")
-def hub_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder of tiny GGUF repos, written once per test module."""
-    return write_tiny_hub(tmp_path_factory.mktemp("hub"))
-
-
-@pytest.fixture
-def hub(hub_root: Path) -> Iterator[HubStandin]:
-    """The stand-in hub serving `hub_root` on loopback, stopped after the test."""
-    with running_hub(hub_root) as h:
-        yield h

@@ -29,6 +29,7 @@ from app.services.core.log_lines import LogLine
 from app.services.core.router_types import LoadProgress, ModelInfo, ModelState, RouterState
 from app.services.files.discovery import DiscoveredModel, Discovery
 from app.services.fit.estimate import FitEstimate
+from app.services.hosts.child_memory import ModelMemory
 from app.services.presets.store import Edit, PresetPlan, PresetResult, PresetSnapshot
 from app.ui.state.fleet_protocol import NotOffered
 
@@ -151,6 +152,9 @@ class StandInFleet:
         return answer
 
     # ---- what a stand-in has nothing behind ----
+
+    async def model_memory(self, machine: str) -> dict[str, ModelMemory]:
+        raise NotOffered("the stand-in fleet has no processes to measure")
 
     async def llama_server_found(self, machine: str) -> str | None:
         raise NotOffered("the stand-in fleet has no llama-server to look for")

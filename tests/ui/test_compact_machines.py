@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 
 from app.config import Config
-from app.services.core.host_types import Connection
+from app.services.core.fleet_events import HostStatsChanged
+from app.services.core.host_types import Connection, HostStats
 from app.services.core.router_types import ModelState, RouterState
 from app.ui.app import HerdApp, make_app
 from app.ui.dashboard.machine_card import MachineCard
@@ -127,3 +128,47 @@ async def test_colon_commands_complete_and_act_like_their_keys() -> None:
             what="the mistake said",
         )
         assert not any(c[0] == "load" and c[2] == "nope" for c in fleet.calls)
+
+
+async def test_a_compact_line_is_not_made_again_for_an_uptime_it_does_not_show() -> None:
+    app = make_app(Config(), fleet_of(12), frozen_time=NOW)
+    async with app.run_test(size=(160, 50)) as pilot:
+        pane = app.dashboard.machines
+        await wait_for(lambda: pane.compact, pilot=pilot, what="compact")
+        await wait_for(lambda: len(shown_machines(app)) == 12, pilot=pilot, what="all twelve machines on screen")
+        line, detail = pane._cards["box0"], pane._detail
+        assert detail is not None and detail.size.width and line._shown is not None
+        drawn, full = line._shown, detail._shown
+        for card in (line, detail):
+            card.clock = lambda: NOW + 3600  # an hour on: the uptime reads differently
+            card.tick()
+        assert line._shown is drawn  # the line shows no uptime: nothing made again
+        assert detail._shown is not full  # the full card shows it: made again
+        assert "running 4h07m" in " ".join(t.plain for t in detail._shown or [])
+
+
+async def test_a_compact_cpu_bar_holds_still_on_jitter_and_moves_on_a_change() -> None:
+    fleet = fleet_of(12)
+    app = make_app(Config(), fleet, frozen_time=NOW)
+    async with app.run_test(size=(160, 50)) as pilot:
+        pane = app.dashboard.machines
+        await wait_for(lambda: pane.compact, pilot=pilot, what="compact")
+        line = pane._cards["box3"]
+
+        async def cpu(pct: float) -> str:
+            fleet.emit(
+                HostStatsChanged(
+                    "box3", HostStats(cpu_pct=pct, mem_used=3 << 30, mem_total=24 << 30, load_avg=(0.3, 0.2, 0.2))
+                )
+            )
+            await wait_for(lambda: line.state.stats is not None and line.state.stats.cpu_pct == pct, pilot=pilot)
+            await pilot.pause(0.05)
+            return (line._shown or [])[0].plain if line._shown else ""
+
+        first = await cpu(27.0)  # 4.3 eighths: ▌
+        assert "cpu ▌" in first and "mem 12%" in first, first
+        drawn = line._shown
+        for jitter in (31.0, 24.0, 30.5):  # within an eighth of the bar: nothing made again
+            assert await cpu(jitter) == first
+            assert line._shown is drawn
+        assert "cpu ▋" in await cpu(33.0)  # 5.3 eighths: a whole eighth away, the bar moves

@@ -4,6 +4,7 @@ and the history's highlighted row, were cut at the edge (`least recently used, f
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,8 @@ REASON = "GET http://127.0.0.1:59999/models/: connection refused ([Errno 111] Co
 def machines_pane(app: HerdApp) -> str:
     """The machines pane's words on one line, as painted (a wide pane lists compact lines and the selected card in
     full): each screen line up to where the models pane begins beside it."""
-    left = [line.split("││")[0].split("╮╭")[0] for line in screen_text(app).splitlines()]
+    # Where the machines pane's right border meets the next pane's left one (heavy when that pane has the focus).
+    left = [re.split("│[│┃]|╮[╭┏]", line)[0] for line in screen_text(app).splitlines()]
     return " ".join(" ".join(left).replace("│", " ").split())
 
 

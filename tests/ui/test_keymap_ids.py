@@ -25,6 +25,8 @@ SOURCES: dict[str, list[tuple[str, str | None]]] = {
     "ask": [("app.ui.screens.ask", "AskScreen")],
     "hub": [("app.ui.screens.hub", "HubScreen")],
     "image_picker": [("app.ui.screens.ask_image_picker", "ImagePicker")],
+    "add_machine": [("app.ui.screens.add_machine", "AddMachineScreen")],
+    "model_detail": [("app.ui.screens.model_detail", "ModelDetailScreen")],
 }
 
 

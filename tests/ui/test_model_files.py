@@ -123,12 +123,12 @@ async def test_files_are_listed_by_role_and_gamma_is_added_with_its_projector(he
                 "gamma/mmproj-gamma-f16.gguf",
                 "gamma/mtp-gamma.gguf",
             ]
-            _, size, role, section, beside = table["gamma/gamma-Q8_0.gguf"]
-            assert role == "model" and section == "gamma" and size.endswith("K")
+            _, size, role, section, in_preset, beside = table["gamma/gamma-Q8_0.gguf"]
+            assert role == "model" and section == "gamma" and in_preset == "no" and size.endswith("K")
             assert "projector mmproj-gamma-f16.gguf" in beside and "draft mtp-gamma.gguf" in beside
             assert table["delta-00001-of-00002.gguf"][2:4] == ["model, 2 parts", "delta"]
-            assert table["gamma/mmproj-gamma-f16.gguf"][2:] == ["projector", "-", "with gamma"]
-            assert table["gamma/mtp-gamma.gguf"][2:] == ["draft head", "-", "draft for gamma"]
+            assert table["gamma/mmproj-gamma-f16.gguf"][2:] == ["projector", "-", "", "with gamma"]
+            assert table["gamma/mtp-gamma.gguf"][2:] == ["draft head", "-", "", "draft for gamma"]
             await wait_for(lambda: "a Add" in screen_text(host), pilot=pilot)  # the footer follows after a refresh
             shown = screen_text(host)
             assert "Model files on here" in shown and "a Add" in shown and "n Add as" in shown
@@ -177,7 +177,7 @@ async def test_adding_a_section_that_exists_is_refused_inline_and_n_adds_it_unde
         host = FilesHost(fleet)
         async with host.run_test(size=SIZE) as pilot:
             screen = await listed(host, pilot)
-            assert rows(screen)["gamma/gamma-Q8_0.gguf"][3] == "gamma  in preset"
+            assert rows(screen)["gamma/gamma-Q8_0.gguf"][3:5] == ["gamma", "yes"]  # "in preset", a column of its own
             await cursor_to(pilot, screen, "gamma/gamma-Q8_0.gguf")
             await pilot.press("a")
             await wait_for(lambda: "Not added" in screen_text(host), pilot=pilot)

@@ -35,6 +35,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "help.svg": ("keys", "start_router", "stop_router", "toggle_fleet", "edit_preset", "scroll, esc closes"),
     "compact.svg": ("compact", "workstation", "gpu-box-a", "gpu-box-b", "running", "models: workstation"),
     "command.svg": ("load chat-medium", "Cancel"),
+    "hub.svg": ("hub · workstation · https://hub.example.internal", "tiny/Tiny-GGUF:Q4_K_M", "tiny/Tiny-GGUF:Q8_0",
+                "fit on workstation", "fits", "Enter pulls one onto workstation"),
+    "pulling.svg": ("models: workstation", "tiny/Tiny-GGUF:Q4_K_M", "downloading", "41%", "94K/s"),
 }  # fmt: skip
 
 

@@ -1,11 +1,13 @@
-"""Columns do not jitter on every load: with room to spare, a column that widened for a loading badge keeps its
-width until nothing has needed it for HOLD_SECONDS; without room it narrows at once (test_model_table_widths)."""
+"""Columns do not jitter: a status column is as wide as a loading badge from the start (test_model_table_widths);
+with room to spare, a column that widened beyond that (a download's badge) keeps its width until nothing has needed
+it for HOLD_SECONDS; without room it narrows at once."""
 
 from __future__ import annotations
 
 import pytest
 
 from app.config import Config
+from app.services.core.download_meter import PullProgress
 from app.services.core.fleet_events import ModelsChanged, Problem
 from app.services.core.router_types import LoadProgress, ModelInfo, ModelState
 from app.ui.app import HerdApp, make_app
@@ -52,6 +54,10 @@ async def test_status_keeps_its_width_between_loads_then_narrows(monkeypatch: py
         progress = LoadProgress(("text_model",), "text_model", 0.42)
         fleet.emit(ModelsChanged("workstation", with_gemma(state=ModelState.LOADING, progress=progress)))
         await wait_for(lambda: "42%" in status_of(app, "gemma-3-4b-it"), pilot=pilot)
+        assert width(table, "status") == settled  # a loading badge is what the column holds anyway
+        download = PullProgress("gemma-3-4b-it", 120 << 20, 270 << 20, 31e6, 5.0)
+        fleet.emit(ModelsChanged("workstation", with_gemma(state=ModelState.DOWNLOADING, download=download)))
+        await wait_for(lambda: "120M/270M" in status_of(app, "gemma-3-4b-it"), pilot=pilot)
         wide = width(table, "status")
         assert wide > settled
         fleet.emit(ModelsChanged("workstation", loaded))

@@ -1,4 +1,5 @@
-"""Snapshots of the main states at 80x24 and 120x40, from the rendering stand-in at a frozen clock.
+"""Snapshots of the main states at 80x24 and 120x40 (the main screen, fleet view and help at 90x30 too), from the
+rendering stand-in at a frozen clock.
 
 Regenerate with `pytest tests/ui --snapshot-update` and look at the SVGs before committing them.
 """
@@ -13,10 +14,13 @@ from textual.pilot import Pilot
 from app.config import Config
 from app.services.core.fleet_events import Problem
 from app.ui.app import HerdApp, make_app
+from app.ui.screens.model_detail import ModelDetail
 from tests.helpers.standin_fleet import NOW, StandInFleet, demo_fleet
 from tests.helpers.wait import wait_for
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
+# The main views also at 90x30, a common small terminal: nothing cut, nothing blank that could show something.
+WITH_90X30 = [*SIZES, pytest.param((90, 30), id="90x30")]
 
 
 def build(fleet: StandInFleet | None = None, ascii_mode: bool = False) -> HerdApp:
@@ -37,17 +41,17 @@ async def settle(pilot: Pilot[Any]) -> None:
     await pilot.pause(0.1)
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", WITH_90X30)
 def test_main(snap_compare: Any, size: tuple[int, int]) -> None:
     assert snap_compare(build(), terminal_size=size, run_before=settle)
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", WITH_90X30)
 def test_fleet_view(snap_compare: Any, size: tuple[int, int]) -> None:
     assert snap_compare(build(), terminal_size=size, run_before=settle, press=["f"])
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", WITH_90X30)
 def test_help(snap_compare: Any, size: tuple[int, int]) -> None:
     assert snap_compare(build(), terminal_size=size, run_before=settle, press=["question_mark"])
 
@@ -79,3 +83,19 @@ def test_disconnected_machine(snap_compare: Any, size: tuple[int, int]) -> None:
 
 def test_ascii_main(snap_compare: Any) -> None:
     assert snap_compare(build(ascii_mode=True), terminal_size=(80, 24), run_before=settle)
+
+
+async def detail_open(pilot: Pilot[Any]) -> None:
+    """The loaded qwen's detail (key i): as a screen at 80x24, beside the table at 160x40; its fetch done."""
+    await settle(pilot)
+    app = pilot.app
+    assert isinstance(app, HerdApp)
+    app.dashboard.model_table.show_row("qwen2.5-coder-14b")
+    await pilot.press("i")
+    await wait_for(lambda: any(p.fetched.rounds for p in app.screen.query(ModelDetail)), pilot=pilot)
+    await pilot.pause(0.1)
+
+
+@pytest.mark.parametrize("size", [pytest.param((80, 24), id="80x24"), pytest.param((160, 40), id="160x40")])
+def test_model_detail(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(build(), terminal_size=size, run_before=detail_open)

@@ -53,14 +53,14 @@ async def test_table_render_caches_stay_within_their_bounds() -> None:
 
     fleet = demo_fleet()
     app = make_app(Config(), fleet)
-    async with app.run_test(size=(140, 45)) as pilot:
+    async with app.run_test(size=(220, 45)) as pilot:  # room for every column: none is hidden
         table = app.dashboard.model_table
         await wait_for(lambda: len(table.rows_now) == 5, pilot=pilot)
         base = workstation_models()
         for i in range(70):
-            # A first row whose id is wider each time: the model column widens, so every line is drawn again at
-            # the new widths (70 x 7 lines > LINE_RENDERS).
-            extra = dataclasses.replace(base[0], id="a" * (20 + i % 28))
+            # A new first row whose source is wider each time: that column widens (its width is what it holds),
+            # so every line is drawn again at the new widths (70 x 7 lines > LINE_RENDERS).
+            extra = dataclasses.replace(base[0], id=f"a{i:02d}", source="s" * (6 + i))
             fleet.emit(ModelsChanged("workstation", (*base, extra)))
             await wait_for(functools.partial(operator.contains, table.rows_now, extra.id), pilot=pilot)
             await pilot.pause()  # painted

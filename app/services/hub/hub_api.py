@@ -25,6 +25,8 @@ SEARCH_LIMIT = 50
 HUB_TIMEOUT = 15.0
 # Bound: entries kept from a search or a repo's tree (a repo of thousands of files is cut, and says so).
 MAX_ENTRIES = 5000
+# Bound: pages of a repo's tree followed (huggingface.co answers 1,000 entries a page, the next one in a Link header).
+MAX_PAGES = 20
 REPO_RE = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")
 
 
@@ -73,6 +75,14 @@ class HubClient:
         await self.aclose()
 
     async def _get(self, path: str, limit: int, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+        status, body, _ = await self._get_page(path, limit, headers)
+        return status, body
+
+    async def _get_page(
+        self, path: str, limit: int, headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes, str | None]:
+        """The answer, and the path of its next page when a `Link: <...>; rel="next"` header names one on this hub
+        (one elsewhere is not followed: the token goes to this hub only)."""
         where = f"{self.base}{path.split('?', 1)[0]}"
         try:
             async with asyncio.timeout(self.timeout):
@@ -86,7 +96,7 @@ class HubClient:
                     if resp.status_code >= 400:
                         head = (await read_head(resp, 300)).strip()
                         raise HubError(f"{where}: the hub answered {resp.status_code} {head[:200]}")
-                    return resp.status_code, await read_capped(resp, limit, where)
+                    return resp.status_code, await read_capped(resp, limit, where), self._next_path(resp)
                 finally:
                     await resp.aclose()
         except TimeoutError:
@@ -94,10 +104,24 @@ class HubClient:
         except httpx.HTTPError as e:
             raise HubError(f"{self.base}: the hub cannot be reached from here ({e or type(e).__name__})") from None
 
+    def _next_path(self, resp: httpx.Response) -> str | None:
+        url = resp.links.get("next", {}).get("url")
+        if not url:
+            return None
+        nxt, base = resp.url.join(url), httpx.URL(self.base + "/")  # a relative link is the page's own
+        if (nxt.scheme, nxt.host, nxt.port) != (base.scheme, base.host, base.port):
+            return None
+        path = nxt.raw_path.decode("ascii", "replace")
+        prefix = base.raw_path.decode("ascii", "replace").rstrip("/")
+        return path[len(prefix) :] if path.startswith(prefix + "/") else None
+
     async def _json(self, path: str) -> Any:
-        _, body = await self._get(path, MAX_JSON_BYTES)
+        return (await self._json_page(path))[0]
+
+    async def _json_page(self, path: str) -> tuple[Any, str | None]:
+        _, body, nxt = await self._get_page(path, MAX_JSON_BYTES)
         try:
-            return json.loads(body)
+            return json.loads(body), nxt
         except (ValueError, UnicodeDecodeError):
             raise HubError(f"{self.base}{path.split('?', 1)[0]}: the answer is not JSON") from None
 
@@ -117,9 +141,15 @@ class HubClient:
         """Every file of the repo (recursively) with its size."""
         if not valid_repo(repo):
             raise HubError(f"not a repo name: {repo!r} (owner/name)")
-        body = await self._json(f"/api/models/{repo}/tree/{quote(revision, safe='')}?recursive=true")
-        if not isinstance(body, list):
-            raise HubError(f"{self.base}/api/models/{repo}/tree: expected a list of files")
+        path: str | None = f"/api/models/{repo}/tree/{quote(revision, safe='')}?recursive=true"
+        body: list[Any] = []
+        pages = 0
+        while path is not None and pages < MAX_PAGES and len(body) < MAX_ENTRIES:
+            page, path = await self._json_page(path)  # a big repo's tree comes a page at a time
+            if not isinstance(page, list):
+                raise HubError(f"{self.base}/api/models/{repo}/tree: expected a list of files")
+            body += page
+            pages += 1
         out = []
         for entry in body[:MAX_ENTRIES]:
             if not isinstance(entry, dict) or entry.get("type") != "file" or not isinstance(entry.get("path"), str):

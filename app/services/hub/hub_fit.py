@@ -7,6 +7,7 @@ The settings are those a cache model gets on that router: the arguments of a cac
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from app.services.core.router_types import ModelInfo
@@ -40,12 +41,29 @@ async def header_over_http(hub: HubClient, repo: str, path: str) -> GgufHeader:
         n = min(MAX_HEADER, max(n * 4, 2 * (header.bytes_needed or 0)))
 
 
-def cache_args(models: list[ModelInfo]) -> tuple[str, ...]:
-    """What a new cache model's arguments will be like: a cache model's own, else none (the defaults)."""
+def cache_args(models: list[ModelInfo], preset_args: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """What a new cache model's arguments will be like: a cache model's own (the router rendered the preset's `[*]`
+    into them), else the preset's `[*]` as arguments, else none (llama-server's defaults)."""
     for m in models:
         if m.source == "cache" and m.args:
             return m.args
-    return ()
+    return preset_args
+
+
+def section_args(values: Mapping[str, str]) -> tuple[str, ...]:
+    """A preset section's keys as the arguments the router renders from them: `ctx-size = 8192` is
+    `--ctx-size 8192`, `kv-unified = true` is `--kv-unified` (false: `--no-kv-unified`)."""
+    out: list[str] = []
+    for key, value in values.items():
+        name = key.strip().lstrip("-")
+        word = value.strip().lower()
+        if word in ("true", "on", "yes"):
+            out.append(f"--{name}")
+        elif word in ("false", "off", "no"):
+            out.append(f"--no-{name}")
+        else:
+            out += [f"--{name}", value.strip()]
+    return tuple(out)
 
 
 async def file_fit(
@@ -56,11 +74,12 @@ async def file_fit(
     cap: Capacity,
     models: list[ModelInfo],
     models_max: int | None,
+    preset_args: tuple[str, ...] = (),
 ) -> FileFit:
     target = f"{repo}:{q.quant}"
     try:
         header = await header_over_http(hub, repo, q.first)
-        setup = setup_from_args(cache_args(models), cap.gpu_count + cap.gpu_unknown > 0)
+        setup = setup_from_args(cache_args(models, preset_args), cap.gpu_count + cap.gpu_unknown > 0)
         est = estimate(header, [q.size], setup.settings, projector_bytes=projector.size if projector else 0)
     except (HubError, FitInputError) as e:
         return FileFit(q.quant, "unknown", f"unknown ({e})")

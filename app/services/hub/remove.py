@@ -89,5 +89,6 @@ async def remove(m: Machine, name: str) -> Removal:
                 await asyncio.sleep(0.1)
         unloaded = True
     await client.remove(target.id, timeout=STEP_TIMEOUT)
+    m.relisted(await client.models())
     left = [f.path for f in await model_files(m, cache, target.id)] if cache else []
     return Removal(m.name, target.id, unloaded, tuple(p for p in before if p not in left), tuple(left), cache)

@@ -25,6 +25,8 @@ def why_not(action: str, view: MachineView | None, model_id: str | None, model: 
     if view is None:
         return "no machine is selected"
     name = view.name
+    if action == "model_detail":  # any listed model, whatever its machine's state
+        return f"no model is selected on {name}" if not model_id else f"{model_id} is no longer listed by {name}"
     if action in _NOT_OURS and not view.managed:
         return f"{name} is attach-only: {_NOT_OURS[action]}"
     if view.connection is Connection.UNREACHABLE:

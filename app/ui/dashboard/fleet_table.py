@@ -4,16 +4,26 @@ fit verdict of each model not running on its machine ("fits on": read down the c
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+from textual.timer import Timer
 
 from app.services.activity.metrics import ModelActivity
 from app.services.core.natural_order import natural_key
 from app.services.core.router_types import ModelInfo
 from app.services.core.textsafe import visible
+from app.services.hosts.child_memory import ModelMemory
+from app.ui.dashboard.column_fits import column_fits
+from app.ui.dashboard.fleet_memory import MEMORY_EVERY, changed, memory_cell, read_memory
 from app.ui.dashboard.model_table import MODEL_COLUMNS, KeyedTable, matches
 from app.ui.text.format import BAD, BUSY, DIM, OK
 from app.ui.text.glyphs import Glyphs
 from app.ui.widgets.table_rows import CellSpec, Col, Row
+
+if TYPE_CHECKING:
+    from textual.worker import WorkType
+
+    from app.ui.state.app_protocol import HerdApi
 
 SEP = "\x1f"  # between machine and model in a row key; neither name can hold it
 FIT_STYLE = {"fits": (OK, 0), "tight": (BUSY, 1), "no": (BAD, 2), "?": (DIM, 3)}
@@ -26,7 +36,11 @@ def fleet_key(machine: str, model: str) -> str:
 class FleetTable(KeyedTable):
     def __init__(self, glyphs: Glyphs, **kw: Any) -> None:
         model, status, *rest = MODEL_COLUMNS
-        super().__init__((Col("machine", "machine"), model, status, Col("fit", "fit"), *rest), glyphs, **kw)
+        cols = (Col("machine", "machine"), model, status, Col("fit", "fit"), Col("memory", "memory"), *rest)
+        super().__init__(cols, glyphs, column_fits(cols, glyphs), **kw)
+        self.memory: Mapping[str, Mapping[str, ModelMemory]] = {}
+        """Per machine, per running model, its memory as last read (fleet_memory.py), while the view is shown."""
+        self._memory_timer: Timer | None = None
         self.sources: dict[str, tuple[ModelInfo, ...]] = {}
         self.fits: dict[str, Mapping[str, str]] = {}
         self.down: frozenset[str] = frozenset()
@@ -90,7 +104,8 @@ class FleetTable(KeyedTable):
         mcell = CellSpec(shown, style, (natural_key(machine), low))
         word = self.fits.get(machine, {}).get(m.id, "")
         fit_style, rank = FIT_STYLE.get(word, ("", 4))
-        return (mcell, model, status, CellSpec(word, fit_style, (rank, low)), *rest)
+        mem = memory_cell(None if machine in self.down else self.memory.get(machine, {}).get(m.id))
+        return (mcell, model, status, CellSpec(word, fit_style, (rank, low)), mem, *rest)
 
     def _lower(self, machine: str) -> str:
         return self._machine_text.setdefault(("lower", machine), machine.lower())
@@ -110,6 +125,45 @@ class FleetTable(KeyedTable):
                 if row is not None:
                     out[key] = row
         return out
+
+    # ---- the memory column: read while the view is shown ----
+
+    def on_show(self) -> None:
+        if self._memory_timer is None:
+            self._memory_timer = self.set_interval(MEMORY_EVERY, self._ask_memory)
+            self._ask_memory()
+
+    def on_hide(self) -> None:
+        if self._memory_timer is not None:
+            self._memory_timer.stop()
+            self._memory_timer = None
+
+    @property
+    def reading_memory(self) -> bool:
+        """Whether the memory column is read again every MEMORY_EVERY seconds (while the view is shown)."""
+        return self._memory_timer is not None
+
+    def _ask_memory(self) -> None:
+        # the function, not a coroutine: a worker cancelled before it ran leaves nothing unawaited
+        work = cast("WorkType[None]", self._read_memory)
+        self.run_worker(work, group="fleet-memory", exclusive=True, exit_on_error=False)
+
+    async def _read_memory(self) -> None:
+        herd = cast("HerdApi", self.app)
+        new = await read_memory(herd.fleet, herd.state)
+        rows = changed(self.memory, new)
+        self.memory = new
+        if not rows or not self.rows_now:
+            return
+        shape = self._shape()
+        keys = [fleet_key(machine, model) for machine, model in rows]
+        out = {}
+        for machine, model in rows:
+            m = herd.state.get(machine).by_id.get(model)
+            row = self._row(fleet_key(machine, model), machine, m, *shape) if m is not None else None
+            if row is not None:
+                out[fleet_key(machine, model)] = row
+        self.apply_rows(out, [k for k in keys if k in self.rows_now or k in out])
 
     def selected(self) -> tuple[str, str] | None:
         key = self.cursor_key()

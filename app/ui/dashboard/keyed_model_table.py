@@ -23,6 +23,7 @@ from app.ui.dashboard.model_cells import model_cells
 from app.ui.text.glyphs import Glyphs
 from app.ui.text.plain_text import plain
 from app.ui.widgets.border_text import set_border_text
+from app.ui.widgets.column_plan import ColumnFit, plan, wanted
 from app.ui.widgets.sticky_sizes import SizeHold
 from app.ui.widgets.table_rows import Col, Row, RowDiff, diff_rows, width_of
 from app.ui.widgets.virtual_table import VirtualTable
@@ -53,8 +54,12 @@ class KeyedTable(VirtualTable):
         Binding("space", "toggle_mark", "Mark", show=False, id="mark"),
     ]
 
-    def __init__(self, columns: Sequence[Col], glyphs: Glyphs, **kw: Any) -> None:
+    def __init__(
+        self, columns: Sequence[Col], glyphs: Glyphs, fits: Sequence[ColumnFit] | None = None, **kw: Any
+    ) -> None:
         super().__init__(columns, **kw)
+        self.col_fits = tuple(fits) if fits is not None else tuple(ColumnFit() for _ in self.cols)
+        """What each column can hold, how important it is (widgets/column_plan.py)."""
         self._resized_to = Size(0, 0)
         self.glyphs = glyphs
         self.sort_index = 0
@@ -122,7 +127,7 @@ class KeyedTable(VirtualTable):
                     column[width_of(text)] += n
             rows.update(diff.add)  # appended: rows sorting equal keep the order they came in
         # Widths are set at once, not left to a later idle: a paint in between drew new rows at the old widths.
-        self.set_widths(self._hold.widths(self._wanted_widths(), self.scrollable_content_region.width))
+        self._lay_out(self._hold.widths(self._wanted_widths(), self.scrollable_content_region.width))
         self._narrow_later()
         if diff.add or diff.remove or any(i == self.sort_index for _, i, _ in diff.update):
             self._sort()
@@ -132,9 +137,23 @@ class KeyedTable(VirtualTable):
         return diff
 
     def _wanted_widths(self) -> list[int]:
-        """Each column as wide as its widest cell shown now (or its header)."""
-        counts = self._width_counts
-        return [max(label.cell_len, max(c, default=0)) for label, c in zip(self.labels, counts, strict=True)]
+        """Each column as wide as what it can hold (its floor), its widest cell shown now, or its header."""
+        widest = [max(c, default=0) for c in self._width_counts]
+        return wanted([label.cell_len for label in self.labels], widest, self.col_fits)
+
+    def _lay_out(self, widths: Sequence[int]) -> None:
+        """The columns that fit the room at these widths; the border says which are hidden."""
+        before = self.hidden
+        empty = [not counts or set(counts) == {0} for counts in self._width_counts]
+        p = plan(widths, self.col_fits, self.scrollable_content_region.width, empty)
+        now = self.col_widths
+        # A hidden column keeps the width it was drawn at: its cells changing (the fleet's memory) redraw nothing.
+        self.set_widths([now[i] if i in p.hidden and i in before else w for i, w in enumerate(p.widths)], p.hidden)
+        if p.hidden != before:
+            self._show_sort()
+
+    def hidden_labels(self) -> list[str]:
+        return [self.cols[i].label for i in sorted(self.hidden)]
 
     def _narrow_later(self) -> None:
         if self._narrowing or self._hold.held == self._wanted_widths():
@@ -151,7 +170,7 @@ class KeyedTable(VirtualTable):
 
     def _fit_widths(self) -> None:
         """Widths exactly as the rows shown now need them."""
-        self.set_widths(self._hold.reset(self._wanted_widths()))
+        self._lay_out(self._hold.reset(self._wanted_widths()))
 
     def reset_rows(self) -> None:
         """Empty the table, columns back to their headers' width: another machine's list is another table."""
@@ -207,7 +226,8 @@ class KeyedTable(VirtualTable):
         arrow = self.glyphs.sort_down if self.sort_reverse else self.glyphs.sort_up
         marks = f"{len(self.marked)} marked (Esc unmarks) {self.glyphs.dot} " if self.marked else ""
         sort = f"sort: {self.cols[self.sort_index].label} {arrow}"
-        set_border_text(self, subtitle=plain(marks + self.filter_note() + sort))
+        hidden = f"hidden: {', '.join(self.hidden_labels())} {self.glyphs.dot} " if self.hidden else ""
+        set_border_text(self, subtitle=plain(marks + self.filter_note() + hidden + sort))
 
     def filter_note(self) -> str:
         if not self.filter_text:

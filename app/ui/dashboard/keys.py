@@ -35,6 +35,7 @@ BINDINGS: list[BindingType] = [
     Binding("m", "model_files", "Files", show=False, id="model_files"),
     Binding("a", "ask", "Ask", show=False, id="ask"),
     Binding("d", "hub", "Hub", show=False, id="hub"),
+    Binding("D", "remove_model", "Remove", show=False, id="remove_model"),
     Binding("g", "goto_log", "Log", id="goto_log"),
     Binding("f", "toggle_fleet", "Fleet", id="toggle_fleet"),
     Binding("h", "history", "History", show=False, id="history"),
@@ -43,8 +44,10 @@ BINDINGS: list[BindingType] = [
     Binding("q", "app.quit", "Quit", show=False, id="quit"),
     Binding("colon", "command", "Command", show=False, id="command"),
     Binding("R", "retry_machine", "Retry", show=False, id="retry_machine"),
+    Binding("plus", "add_machine", "Add machine", show=False, id="add_machine"),
     Binding("c", "toggle_compact", "Compact", show=False, id="machines_compact"),
     Binding("exclamation_mark", "problems_first", "Problems first", show=False, id="machines_problems_first"),
+    Binding("i", "model_detail", "Detail", show=False, id="model_detail"),
     *(Binding(str(n), f"pick_machine({n - 1})", f"Machine {n}", show=False, id=f"machine_{n}") for n in range(1, 10)),
 ]
 
@@ -61,14 +64,17 @@ PALETTE: dict[str, str] = {
     "model_files": "Model files of the selected machine: add one to the preset",
     "ask": "Ask the selected model: a streamed answer, its first-token time and tokens/s",
     "hub": "Hub: search the selected machine's hub, see each file's fit, pull one (download)",
+    "remove_model": "Remove the selected downloaded model from its machine: its cache files deleted (asks first)",
     "toggle_fleet": "Toggle the fleet view (every model on every machine)",
     "history": "History: every load, unload, eviction and crash, and why",
     "filter": "Filter the table by text",
     "help": "Show every key",
     "command": "Command: load MODEL on MACHINE..., unload, start, stop, retry, machine NAME, fleet, history, ask, pull",
     "retry_machine": "Retry the selected machine now, without waiting for its reconnect backoff",
+    "add_machine": "Add a machine: local, ssh (user@host[:port]) or a router's URL, appended to config.toml",
     "machines_compact": "Machines as one line each (compact) or as cards",
     "machines_problems_first": "Machines with trouble first (unreachable, exited, failed models), or as configured",
+    "model_detail": "Details of the selected model: memory, command line, preset, history, fit, its load's log",
 }
 BINDING_HELP: dict[str, str] = {
     **PALETTE,
@@ -78,6 +84,7 @@ BINDING_HELP: dict[str, str] = {
     "mark": "Mark the row (and go down): l, u and x then act on every marked row, asked once",
     "log_follow": "Follow / pause the log",
     "log_level": "Levels shown: all, warnings+errors, errors",
+    "log_wrap": "Wrap long log lines onto the rows below (the whole line readable), or cut them at the edge",
     "log_model": "Only the selected model's lines, or all",
     "log_search": "Find in the log: every line stays, the matches marked (n / N: next, previous, with a count)",
     "log_find_next": "Next match of the find (newer)",
@@ -139,6 +146,7 @@ ENABLED_WHEN: dict[str, Callable[[Target], bool]] = {
         and (t.model.state.running or t.model.state is ModelState.DOWNLOADING)
     ),
     "goto_log": lambda t: t.model is not None,
+    "model_detail": lambda t: t.model is not None,
     "reload": lambda t: t.view.router_state in UP,
     "start_router": lambda t: _manageable(t.view) and t.view.router_state not in BUSY,
     # A router that is not answering can still be stopped: that is often why the operator is here.
@@ -148,6 +156,10 @@ ENABLED_WHEN: dict[str, Callable[[Target], bool]] = {
     "model_files": _files,
     "ask": lambda t: t.model is not None and not is_projector(t.model.id) and t.view.router_state in UP,
     "hub": lambda t: t.view.router_state in UP,  # a pull is the router's work
+    # Any listed row: one not from the cache is refused with the reason (a preset's file stays the operator's).
+    "remove_model": lambda t: (
+        t.view.router_state in UP and t.model is not None and t.model.state is not ModelState.DOWNLOADING
+    ),
 }
 """Actions that depend on the target; the footer dims their keys when this says no. Others always apply."""
 

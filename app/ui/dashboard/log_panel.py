@@ -10,6 +10,9 @@ the ones that pass the filters, so a filtered view is as cheap to scroll as the 
 here; under a flood the fleet's follower hands over only what can be shown, with a marker line saying how many it
 skipped (the log file on the serving machine is the record). Painting happens at most every PAINT_EVERY while
 lines keep coming.
+
+`W` wraps long lines onto the rows below (widgets/wrapped_rows.py): the rows each line takes are counted from its
+length as it comes (not rendered), so a flood costs one addition a line, and a row is found by bisection.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from app.ui.text.glyphs import Glyphs
 from app.ui.text.plain_text import plain
 from app.ui.widgets.border_text import set_border_text
 from app.ui.widgets.scroll_extent import set_scroll_extent
+from app.ui.widgets.wrapped_rows import WrappedRows, piece
 
 # Children print most failures without a level ("failed to load model"), so the words count too.
 _ERROR_WORDS = re.compile(r"\b(error|failed|fatal|abort(ed)?|exception)\b", re.IGNORECASE)
@@ -55,6 +59,11 @@ PAINT_EVERY = 0.25  # while lines keep coming, at most 4 paints a second: the ey
 # ~2 KB a row), so 512 rows held ~1,150 strips more than 128 do and took ~8,000 followed lines to fill (a soak's
 # first 15 minutes). A row not kept is rendered again when it comes back into view (~60 µs).
 RENDERED_ROWS = 128
+
+
+def _cells(ln: LogLine) -> int:
+    """The cells a line takes on the panel, counted as _counted() counts them (not rendered)."""
+    return len(ln.text) + (2 if ln.source == SKIPPED_SOURCE else WHO_WIDTH + 3)
 
 
 def effective_level(ln: LogLine) -> str:
@@ -126,6 +135,7 @@ class LogPanel(ScrollView, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("p", "toggle_follow", "Pause", id="log_follow"),
         Binding("w", "cycle_level", "Levels", id="log_level"),
+        Binding("W", "toggle_wrap", "Wrap", show=False, id="log_wrap"),
         # Not `m`: that is the model files, wherever the focus is (one meaning per key).
         Binding("M", "toggle_model", "Model", id="log_model"),
         # The dashboard's own action, run in this key's turn: as a message to it, the prompt opened a turn late and
@@ -173,6 +183,10 @@ class LogPanel(ScrollView, can_focus=True):
         self._paint_due = False
         self._last_paint = 0.0
         self._style = Style()
+        self.wrap = False
+        """`W`: long lines wrapped onto the rows below (no horizontal scrolling), or cut at the panel's edge."""
+        self._wrapped = WrappedRows()  # while wrapping: the rows each line of the view takes
+        self._wrapped_valid = False
         self.border_title = "log"
 
     # ---- what is shown ----
@@ -193,7 +207,30 @@ class LogPanel(ScrollView, can_focus=True):
 
     @property
     def line_count(self) -> int:
-        return len(self.view) if self.view else int(bool(self.empty_note))
+        """The panel's rows: one a line, or the wrapped lines' rows."""
+        if not self.view:
+            return int(bool(self.empty_note))
+        return self._wrapped_rows().total if self.wrap else len(self.view)
+
+    def _wrapped_rows(self) -> WrappedRows:
+        """The rows of the view's lines wrapped at the panel's width, counted again only when the width, the
+        filters or the source changed (appended lines are counted as they come: _add)."""
+        width = self.scrollable_content_region.width
+        if not self._wrapped_valid or width != self._wrapped.width:
+            view = self.view
+            # The lines of packed chunks that fit are not unpacked (None: one row).
+            lines = self.buffer.unless_within(width - WHO_WIDTH - 3) if view is self.buffer else view
+            self._wrapped.reset(width, WHO_WIDTH + 3, (0 if ln is None else _cells(ln) for ln in lines))
+            self._wrapped_valid = True
+        return self._wrapped
+
+    def _row_of(self, i: int) -> int:
+        """The panel row where the view's line `i` starts."""
+        return self._wrapped_rows().start(i) if self.wrap else i
+
+    def _line_at(self, row: int) -> int:
+        """The view's line on panel row `row`."""
+        return self._wrapped_rows().locate(row)[0] if self.wrap else row
 
     @property
     def hides(self) -> bool:
@@ -264,15 +301,22 @@ class LogPanel(ScrollView, can_focus=True):
         first_new = self._seq
         self._seq += len(new)
         filtering = self.filtering
+        shown, left = new, dropped  # the view's lines added, and how many left its front
         if filtering:
+            shown, left = [], 0
             for k, ln in enumerate(new):
                 if self.wanted(ln):
                     self._filtered_seq.append(first_new + k)
+                    shown.append(ln)
             oldest = self._seq - len(self.buffer)
             while self._filtered_seq and self._filtered_seq[0] < oldest:
                 self._filtered_seq.popleft()
+                left += 1
         for ln in new:
             self._counted(ln)
+        if self.wrap and self._wrapped_valid:
+            dropped = self._wrapped.drop(left)  # rows, now
+            self._wrapped.extend(map(_cells, shown))
         if dropped and not self.following and not filtering:
             # The oldest lines left the scrollback: keep the rows under the operator's eyes where they are.
             self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False, immediate=True)
@@ -296,6 +340,7 @@ class LogPanel(ScrollView, can_focus=True):
                 if self.wanted(ln):
                     self._filtered_seq.append(first + k)
         self._rows.clear()
+        self._wrapped_valid = False
         self._paint()
 
     def _paint_soon(self) -> None:
@@ -312,7 +357,8 @@ class LogPanel(ScrollView, can_focus=True):
         self._paint_due = False
         self._last_paint = time.monotonic()
         self.paints += 1
-        set_scroll_extent(self, Size(self._width, self.line_count))
+        # Wrapped, nothing is wider than the panel: no horizontal scrollbar.
+        set_scroll_extent(self, Size(0 if self.wrap else self._width, self.line_count))
         self._stick()
         self._subtitle()
         self.refresh()
@@ -324,6 +370,8 @@ class LogPanel(ScrollView, can_focus=True):
             self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def on_resize(self) -> None:
+        if self.wrap:  # another width: the lines take other rows
+            self._paint()
         self.call_after_refresh(self._stick)
 
     def _subtitle(self) -> None:
@@ -341,6 +389,8 @@ class LogPanel(ScrollView, can_focus=True):
         if self.skipped:
             parts.append(f"{self.skipped:,} skipped")
         parts.append(LEVEL_NAMES[self.level])
+        if self.wrap:
+            parts.append("wrapped")
         # A model name or a search: not markup.
         set_border_text(self, title=title, subtitle=plain(f" {self.glyphs.dot} ".join(parts)))
 
@@ -366,6 +416,9 @@ class LogPanel(ScrollView, can_focus=True):
                 strip = Strip(Text(visible(note), style=DIM).render(self.app.console))
                 return strip.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
             return Strip.blank(width, style)
+        k = 0  # the piece of a wrapped line on this row
+        if self.wrap:
+            i, k = self._wrapped_rows().locate(i)
         if i >= len(view):
             return Strip.blank(width, style)
         ln = view[i]
@@ -375,12 +428,20 @@ class LogPanel(ScrollView, can_focus=True):
             if self.find and i == self._found_row:
                 text.stylize("bold underline")
                 row = Strip(text.render(self.app.console), cell_len(text.plain))
-                return row.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)  # not kept: it moves
+                return self._shown(row, k, scroll_x, width)  # not kept: it moves
             row = Strip(text.render(self.app.console), cell_len(text.plain))
             self._rows[ln] = row
-            if row.cell_length > self._width:  # len() undercounts wide characters: widen to what was drawn
+            if row.cell_length > self._width and not self.wrap:  # len() undercounts wide characters: widen
                 self._width = row.cell_length
                 self.call_later(self._paint_soon)
+        return self._shown(row, k, scroll_x, width)
+
+    def _shown(self, row: Strip, k: int, scroll_x: int, width: int) -> Strip:
+        """What of a line's strip is on screen: piece `k` of it wrapped, else the columns scrolled to."""
+        style = self._style
+        if self.wrap:
+            wrapped = self._wrapped
+            return piece(row, k, wrapped.width, wrapped.indent, style).crop_extend(0, width, style).apply_style(style)
         return row.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
 
     # ---- filters ----
@@ -405,7 +466,8 @@ class LogPanel(ScrollView, can_focus=True):
             lines = [view[self._found_row]]
         else:
             top = int(self.scroll_offset.y)
-            lines = [view[i] for i in range(top, min(len(view), top + self.size.height))]
+            first, end = self._line_at(top), self._line_at(top + self.size.height - 1) + 1
+            lines = [view[i] for i in range(first, min(len(view), end))]
         out: list[str] = []
         size = 0
         for ln in reversed(lines):
@@ -455,7 +517,7 @@ class LogPanel(ScrollView, can_focus=True):
         self._found_row = rows[k]
         self.found = (k + 1, len(rows))
         self.following = False
-        self.scroll_to(y=max(0, rows[k] - self.size.height // 2), animate=False, immediate=True)
+        self.scroll_to(y=max(0, self._row_of(rows[k]) - self.size.height // 2), animate=False, immediate=True)
 
     def action_find_next(self, step: int) -> None:
         if not self.find:
@@ -476,6 +538,15 @@ class LogPanel(ScrollView, can_focus=True):
 
     def action_toggle_follow(self) -> None:
         self.following = not self.following
+
+    def action_toggle_wrap(self) -> None:
+        """Wrap long lines (the whole of a reason readable) or cut them at the edge; the line at the top stays."""
+        top = self._line_at(int(self.scroll_offset.y)) if self.view else 0
+        self.wrap = not self.wrap
+        self._wrapped_valid = False
+        self._paint()
+        if not self.following:
+            self.scroll_to(x=0, y=self._row_of(top), animate=False, immediate=True)
 
     def action_cycle_level(self) -> None:
         self.level = LEVELS[(LEVELS.index(self.level) + 1) % len(LEVELS)]

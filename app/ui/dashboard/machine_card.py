@@ -22,7 +22,7 @@ from textual.widget import Widget
 from app.services.core.host_types import Connection, GpuStats
 from app.services.core.router_types import RouterState
 from app.services.core.textsafe import visible, visible_lines
-from app.ui.dashboard.machine_trouble import failed_count
+from app.ui.dashboard.machine_trouble import failed_count, not_answering_count
 from app.ui.state.herd_state import MachineState
 from app.ui.text.format import BAD, BUSY, DIM, connection_text, duration, human_bytes, is_down, router_text
 from app.ui.text.glyphs import Glyphs
@@ -51,6 +51,10 @@ COMPACT_WORDS = {
     RouterState.UNKNOWN: "?",
 }
 COMPACT_WORD_WIDTH = 9
+# The compact line's 2-cell CPU bar (16 eighths) moves only when the CPU is this many eighths from what it shows: a
+# host idling at ~27 % swung between 4 and 5 eighths every stats round, and so every line of the grid was painted
+# again every 2 s (bench/fleet_size_ssh.py). The exact figure is on the selected machine's full card.
+CPU_BAR_HOLD = 1.0
 
 
 class MachineCard(Widget):
@@ -90,6 +94,7 @@ class MachineCard(Widget):
         """Names are padded to the longest in the pane, so one-line cards line up like a table."""
         self._compact = False
         self._compact_drawn: tuple[object, ...] = ()
+        self._cpu_eighths: int | None = None  # what the compact CPU bar shows (CPU_BAR_HOLD)
 
     @property
     def compact(self) -> bool:
@@ -133,16 +138,30 @@ class MachineCard(Widget):
         if s is not None:
             gpu_used, gpu_total = _gpu_bytes(s.gpus)
             figures = (
-                round(min(1.0, max(0.0, s.cpu_pct / 100)) * 16),  # the 2-cell bar's eighths (_compact_stats)
+                self._cpu_bar_eighths(s.cpu_pct),  # the 2-cell bar's eighths (_compact_stats)
                 round(100 * s.mem_used / s.mem_total) if s.mem_total else None,
                 round(100 * gpu_used / gpu_total) if gpu_total else None,
             )
         stale = bool(_stale_label(st, self.clock()))
-        return (st.view, st.running_count(), len(st.by_id), failed_count(st), figures, stale, self.selected)
+        silent = not_answering_count(st)
+        return (st.view, st.running_count(), len(st.by_id), failed_count(st), silent, figures, stale, self.selected)
+
+    def _cpu_bar_eighths(self, cpu_pct: float) -> int:
+        """The compact CPU bar's eighths: held where they are until the CPU moves CPU_BAR_HOLD away from them."""
+        exact = min(1.0, max(0.0, cpu_pct / 100)) * 16
+        if self._cpu_eighths is None or abs(exact - self._cpu_eighths) >= CPU_BAR_HOLD:
+            self._cpu_eighths = round(exact)
+        return self._cpu_eighths
 
     def tick(self) -> None:
         """Called each second: repaint only when the uptime text changed, so an idle dashboard stays idle."""
         now = self.clock()
+        if self._compact:
+            # A compact line shows no uptime, only whether the figures are stale: in a router's first minute every
+            # line of the grid was made again each second for an uptime it does not show.
+            if bool(_stale_label(self.state, now)) != bool(self._stale_text):
+                self._repaint()
+            return
         text = router_text(self.state.view, now)[0]
         if text != self._uptime_text or _stale_label(self.state, now) != self._stale_text:
             self._repaint()
@@ -152,7 +171,10 @@ class MachineCard(Widget):
         and none when the card would show the same text (an idle machine's figures often round to what is shown)."""
         if not self.size.width:
             self._shown = None
-            self.refresh(layout=True)
+            # A card not displayed (the compact grid's detail card, when not compact) is laid out once shown: a
+            # layout asked here was the whole screen's, on every stats round (bench/pull_cost.py, ui_idle_cpu.py).
+            if self.display:
+                self.refresh(layout=True)
             return
         width = self._width()
         lines = self._lines(width)
@@ -323,8 +345,8 @@ class MachineCard(Widget):
         return router, connection_text(st.view)
 
     def _compact_line(self, width: int) -> Text:
-        """`▌● name  state  loaded/total ✖failed  cpu 19% ▁▅▃ mem …`: the router's state in one word (its reason is
-        on the selected machine's full card), then as many host figures as fit."""
+        """`▌● name  state  loaded/total ✖failed ◌not-answering  cpu 19% ▁▅▃ mem …`: the router's state in one word
+        (its reason is on the selected machine's full card), then as many host figures as fit."""
         st, g = self.state, self.glyphs
         v = st.view
         down = is_down(v)
@@ -348,6 +370,9 @@ class MachineCard(Widget):
             failed = failed_count(st)
             if failed:
                 line.append(f"{g.failed}{failed} ", style=BAD)
+            silent = not_answering_count(st)
+            if silent:  # loaded, but their children stopped answering (the full card names them)
+                line.append(f"{g.not_answering}{silent} ", style=BAD)
             stats = self._compact_stats(width - line.cell_len)
             if self._stale_text and stats.plain:
                 stats.stylize("dim")
@@ -365,7 +390,8 @@ class MachineCard(Widget):
         s, g = self.state.stats, self.glyphs
         if s is None:
             return Text("")
-        parts = [Text.assemble(("cpu ", DIM), (g.bar(s.cpu_pct / 100, 2), _load_style(s.cpu_pct / 100)))]
+        cpu = self._cpu_bar_eighths(s.cpu_pct) / 16
+        parts = [Text.assemble(("cpu ", DIM), (g.bar(cpu, 2), _load_style(cpu)))]
         gpu_used, gpu_total = _gpu_bytes(s.gpus)
         for label, used, total in (("gpu ", gpu_used, gpu_total), ("mem ", s.mem_used, s.mem_total)):
             if total:

@@ -1,7 +1,8 @@
 """What is wrong with a machine, in the words the title counts and the order "problems first" sorts by.
 
 Worst first: a machine that cannot be reached says nothing else; a router that exited or stopped answering serves
-nothing; failed models are one machine's trouble among working ones. A machine with none of these has no trouble.
+nothing; loaded models that stopped answering (issue 35) and failed models are one machine's trouble among working
+ones. A machine with none of these has no trouble.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ from app.ui.state.herd_state import MachineState
 UNREACHABLE = "unreachable"
 ROUTER_EXITED = "router exited"
 ROUTER_NOT_ANSWERING = "router not answering"
+MODELS_NOT_ANSWERING = "not answering"
 FAILED_MODELS = "failed"
 
-ORDER = (UNREACHABLE, ROUTER_EXITED, ROUTER_NOT_ANSWERING, FAILED_MODELS)
+ORDER = (UNREACHABLE, ROUTER_EXITED, ROUTER_NOT_ANSWERING, MODELS_NOT_ANSWERING, FAILED_MODELS)
+MODEL_KINDS = (MODELS_NOT_ANSWERING, FAILED_MODELS)
+"""Kinds counted in models, not machines (the title's "2 not answering" are two models)."""
 """The kinds, worst first: the title counts them in this order, and "problems first" sorts by it."""
 
 
@@ -32,6 +36,8 @@ def troubles(st: MachineState) -> tuple[str, ...]:
         found.append(ROUTER_EXITED)
     elif v.router_state is RouterState.NOT_ANSWERING:
         found.append(ROUTER_NOT_ANSWERING)
+    if not_answering_count(st):
+        found.append(MODELS_NOT_ANSWERING)
     if failed_count(st):
         found.append(FAILED_MODELS)
     return tuple(found)
@@ -41,6 +47,11 @@ def failed_count(st: MachineState) -> int:
     return sum(1 for m in st.by_id.values() if m.failed or m.state is ModelState.FAILED)
 
 
+def not_answering_count(st: MachineState) -> int:
+    """Loaded models whose children stopped answering (a router that is not answering is its own kind)."""
+    return len(st.not_answering) if st.view.router_state is not RouterState.NOT_ANSWERING else 0
+
+
 def trouble_rank(st: MachineState) -> int:
     """0 for the worst kind, len(ORDER) for a machine without trouble."""
     kinds = troubles(st)
@@ -48,17 +59,17 @@ def trouble_rank(st: MachineState) -> int:
 
 
 def trouble_counts(states: Iterable[MachineState]) -> list[tuple[str, int]]:
-    """(kind, machines with it), worst first, only the kinds some machine has; failed counts models, not machines."""
+    """(kind, how many), worst first, only the kinds some machine has: machines, but models for MODEL_KINDS."""
     machines: Counter[str] = Counter()
-    failed = 0
+    models: Counter[str] = Counter()
     for st in states:
         for kind in troubles(st):
             machines[kind] += 1
-        failed += failed_count(st) if st.view.connection is not Connection.UNREACHABLE else 0
-    out = [(k, machines[k]) for k in ORDER if k != FAILED_MODELS and machines[k]]
-    if failed:
-        out.append((FAILED_MODELS, failed))
-    return out
+        if st.view.connection is not Connection.UNREACHABLE:
+            models[MODELS_NOT_ANSWERING] += not_answering_count(st)
+            models[FAILED_MODELS] += failed_count(st)
+    counts = {k: models[k] if k in MODEL_KINDS else machines[k] for k in ORDER}
+    return [(k, n) for k, n in counts.items() if n]
 
 
 def problems_first(states: Iterable[MachineState]) -> list[str]:

@@ -57,6 +57,7 @@ class MachinesPane(VerticalScroll, can_focus=True):
         self, states: list[MachineState], glyphs: Glyphs, clock: Callable[[], float], id: str | None = None
     ) -> None:
         super().__init__(id=id)
+        self.glyphs, self.clock = glyphs, clock
         self._cards = {s.view.name: MachineCard(s, glyphs, clock) for s in states}
         widest = max((len(n) for n in self._cards), default=0)
         for card in self._cards.values():
@@ -99,6 +100,22 @@ class MachinesPane(VerticalScroll, can_focus=True):
 
     def card(self, name: str) -> MachineCard:
         return self._cards[name]
+
+    def add_card(self, state: MachineState) -> None:
+        """A machine added while running: its card, last, as if configured so."""
+        name = state.view.name
+        if name in self._cards:
+            return
+        card = self._cards[name] = MachineCard(state, self.glyphs, self.clock)
+        card.compact = self.compact
+        widest = max(len(n) for n in self._cards)
+        for c in (*self._cards.values(), *([self._detail] if self._detail else [])):
+            if c.name_width != widest:  # a longer name: every line is padded to it again
+                c.name_width = widest
+                c.update_state(c.state)
+        self.mount(card, before=self._hint)
+        self._order.append(name)
+        self.resort()
 
     def update_machine(self, state: MachineState) -> None:
         card = self._cards.get(state.view.name)

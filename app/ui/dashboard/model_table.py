@@ -9,6 +9,7 @@ from typing import Any
 from app.services.activity.metrics import ModelActivity
 from app.services.core.router_types import ModelInfo
 from app.ui.dashboard.activity_cells import machine_total
+from app.ui.dashboard.column_fits import column_fits
 from app.ui.dashboard.keyed_model_table import KeyedTable
 from app.ui.dashboard.model_cells import MODEL_COLUMNS, matches, model_cells
 from app.ui.text.glyphs import Glyphs
@@ -23,7 +24,7 @@ class ModelTable(KeyedTable):
     """The selected machine's models, row key = model id."""
 
     def __init__(self, glyphs: Glyphs, **kw: Any) -> None:
-        super().__init__(MODEL_COLUMNS, glyphs, **kw)
+        super().__init__(MODEL_COLUMNS, glyphs, column_fits(MODEL_COLUMNS, glyphs), **kw)
         self.machine = ""
         self.models: tuple[ModelInfo, ...] = ()
         self.activity: Mapping[str, ModelActivity] = {}

@@ -28,9 +28,10 @@ from app.services.core.host_types import Connection
 from app.services.core.textsafe import visible
 from app.services.hooks.plugin_run import plugin_env, run_background, run_foreground
 from app.services.lifecycle.llama_server_binary import HOW_TO_GET
-from app.ui.dashboard import keys
+from app.ui.dashboard import detail_action, keys
 from app.ui.dashboard.action_feedback import ActionNotices, one_line_failure
 from app.ui.dashboard.actions import FleetActions
+from app.ui.dashboard.add_machine_action import open_add_machine
 from app.ui.dashboard.ask_action import NOT_ANSWERING, open_ask
 from app.ui.dashboard.bulk_actions import plan, question
 from app.ui.dashboard.command_line import CommandError, Names, complete, parse
@@ -41,13 +42,14 @@ from app.ui.dashboard.fleet_table import SEP, FleetTable, fleet_key
 from app.ui.dashboard.footer import QuietFooter
 from app.ui.dashboard.hub_action import open_hub, pull
 from app.ui.dashboard.log_panel import LogPanel
-from app.ui.dashboard.machine_trouble import FAILED_MODELS, trouble_counts
+from app.ui.dashboard.machine_trouble import MODEL_KINDS, trouble_counts
 from app.ui.dashboard.machines_pane import MachinesPane
 from app.ui.dashboard.model_table import KeyedTable, ModelTable
 from app.ui.dashboard.plugins import key_of, outcome_line, output_lines
 from app.ui.dashboard.prompt import Prompt
 from app.ui.dashboard.reason_cells import reason_note, reason_notes
 from app.ui.dashboard.repeat_failures import RepeatedFailures
+from app.ui.dashboard.rm_action import ask_remove
 from app.ui.dashboard.unreachable_notice import UnreachableNotices, unreachable_sentence
 from app.ui.patches.textual_internals import prune_closed_watchers
 from app.ui.screens.confirm import ConfirmScreen
@@ -259,7 +261,7 @@ class DashboardScreen(Screen[None]):
         )
         for kind, n in trouble_counts(sts):  # each kind of trouble counted, worst first (machine_trouble.py)
             t.append(f"  {glyphs.dot}  ", DIM)
-            t.append(f"{n} {kind}" + (" model" + ("s" if n != 1 else "") if kind == FAILED_MODELS else ""), BAD)
+            t.append(f"{n} {kind}" + (" model" + ("s" if n != 1 else "") if kind in MODEL_KINDS else ""), BAD)
         if t != self._title_shown:
             self._title_shown = t
             # One full-width line (app.tcss): its size never changes, so no layout pass (one per load or unload).
@@ -350,6 +352,7 @@ class DashboardScreen(Screen[None]):
             if self.fleet_view and event.table is self.fleet_table and target[0] != self.selected_machine:
                 self.select_machine(target[0])  # the log and the machine's highlight follow the fleet's cursor
             self.logs.current_model = target[1]
+            detail_action.follow(self, *target)
         self.update_bindings()
 
     def target(self) -> tuple[str, str | None] | None:
@@ -494,6 +497,11 @@ class DashboardScreen(Screen[None]):
         if target:
             open_hub(self.app, self.herd, target[0])
 
+    def action_remove_model(self) -> None:
+        target = self.target()
+        if target and target[1]:
+            ask_remove(self.app, self.herd, target[0], target[1])
+
     def action_ask(self) -> None:
         target = self.target()
         if target and target[1]:
@@ -516,6 +524,16 @@ class DashboardScreen(Screen[None]):
         self.logs.show_model(model)
         self.logs.following = True
         self.logs.focus()
+
+    def action_model_detail(self, toggle: bool = True) -> None:
+        target = self.target()
+        if target and target[1]:
+            lines = detail_action.fit_lines(self.fit, self.herd.state)
+            detail_action.open_detail(self, target[0], target[1], lines, toggle=toggle)
+
+    @on(VirtualTable.RowSelected)
+    def _row_chosen(self) -> None:
+        self.action_model_detail(toggle=False)  # Enter, or a click on the cursor's row: the detail, kept open
 
     def action_history(self) -> None:
         query = self.failure_link.query(time.monotonic())  # just after a model's failure: that model's history
@@ -540,6 +558,7 @@ class DashboardScreen(Screen[None]):
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._fit_machines)
+        detail_action.fit_room(self)
 
     def _fit_machines(self) -> None:
         """Compact when the cards would not all fit where they go (a side column, or the band of a narrow screen),
@@ -604,6 +623,9 @@ class DashboardScreen(Screen[None]):
             self.app.push_screen(ConfirmScreen(f"{plugin.description}?", visible(f"Run it for {what}?")), go)
         else:
             go()
+
+    def action_add_machine(self) -> None:
+        open_add_machine(self.app, self.herd, self.machines, self.select_machine)
 
     def action_retry_machine(self) -> None:
         target = self.target()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rich.text import Text
 
@@ -31,6 +31,8 @@ class FileRow:
     beside: Text
     model: DiscoveredModel | None = None
     why_not: str = ""  # why it cannot be added; "" for a model that can
+    in_preset: Text = field(default_factory=Text)
+    """Whether the preset has the model: "yes", "as [name]" (under another section), "no"; empty for a companion."""
 
     @property
     def addable(self) -> bool:
@@ -108,11 +110,10 @@ def _model_row(m: DiscoveredModel, names: frozenset[str], by_path: dict[str, lis
         role = Text("model", style="bold")
     section = Text(m.name)
     if m.name in names:
-        section.append("  in preset", style=OK)
+        in_preset = Text("yes", style=OK)
     else:
         others = [s for s in by_path.get(m.path, []) if s != m.name]
-        if others:
-            section.append(f"  in preset as {', '.join(f'[{s}]' for s in others)}", style=IDLE)
+        in_preset = Text(f"as {', '.join(f'[{s}]' for s in others)}", style=IDLE) if others else Text("no", DIM)
     beside = Text()
     if m.mmproj:
         beside.append("projector ", style=DIM)
@@ -124,7 +125,7 @@ def _model_row(m: DiscoveredModel, names: frozenset[str], by_path: dict[str, lis
             beside.append(", ", style=DIM)
         beside.append("draft ", style=DIM)
         beside.append(posixpath.basename(m.draft))
-    return FileRow(f"model:{m.path}", m.path, m.size, role, section, beside, model=m, why_not=why)
+    return FileRow(f"model:{m.path}", m.path, m.size, role, section, beside, model=m, why_not=why, in_preset=in_preset)
 
 
 def _companion_row(f: FileInfo, kind: str, with_models: list[str]) -> FileRow:

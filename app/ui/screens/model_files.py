@@ -152,7 +152,7 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
 
     def on_mount(self) -> None:
         table = self.table
-        for label in ("File", "Size", "Role", "Section", "With"):
+        for label in ("File", "Size", "Role", "Section", "In preset", "With"):
             table.add_column(label, key=label.lower())
         table.display = False
         for wid in ("#mf-warning", "#mf-error", "#mf-hint", "#mf-naming"):
@@ -210,6 +210,7 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
                 Text(human_bytes(r.size), justify="right"),
                 safe_text(r.role),
                 safe_text(r.section),
+                safe_text(r.in_preset),
                 safe_text(r.beside),
                 key=r.key,
             )
@@ -386,6 +387,7 @@ class ModelFilesScreen(ModalScreen[PresetResult | None]):
             if r.key in self.rows:
                 self.rows[r.key] = r
                 table.update_cell(r.key, "section", safe_text(r.section))
+                table.update_cell(r.key, "in preset", safe_text(r.in_preset))
         self._show_hint()
 
     def _to_review(self, head: Text, diff: str, mode: FilesMode) -> None:

@@ -9,7 +9,7 @@ for, raise NotOffered, which the UI treats like any other refusal of the fleet.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol
 
 from app.config import Config
@@ -19,6 +19,7 @@ from app.services.core.log_lines import LogLine
 from app.services.core.router_types import ModelInfo
 from app.services.files.discovery import DiscoveredModel, Discovery
 from app.services.fit.estimate import FitEstimate
+from app.services.hosts.child_memory import ModelMemory
 from app.services.presets.store import Edit, PresetPlan, PresetResult, PresetSnapshot
 
 
@@ -82,6 +83,11 @@ class FleetApi(Protocol):
     def has_fit(self) -> bool:
         """Whether fit_estimate can answer at all (it reads model headers). When False the dashboard makes no
         estimate: verdicts say "fit unknown" and `l` decides on what it knows without one."""
+        ...
+
+    async def model_memory(self, machine: str) -> Mapping[str, ModelMemory]:
+        """Each running model's child RSS and GPU memory, read on the machine (so the UI asks in a worker); an
+        entry without figures says why they are not known (an attached router). NotOffered where nothing is."""
         ...
 
     async def fit_estimate(self, machine: str, model: ModelInfo, has_gpu: bool) -> FitEstimate:

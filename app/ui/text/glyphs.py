@@ -24,6 +24,7 @@ class Glyphs:
     sleeping: str
     unloaded: str
     failed: str
+    not_answering: str  # a loaded model whose child stopped answering (issue 35)
     downloading: str
     machine_up: str
     machine_down: str
@@ -98,6 +99,7 @@ UNICODE = Glyphs(
     sleeping="◒",
     unloaded="○",
     failed="✖",
+    not_answering="◌",
     downloading="↓",
     machine_up="●",
     machine_down="○",
@@ -120,6 +122,7 @@ ASCII = Glyphs(
     sleeping="z",
     unloaded="o",
     failed="x",
+    not_answering="?",
     downloading="v",
     machine_up="*",
     machine_down="o",

@@ -106,6 +106,8 @@ class VirtualTable(ScrollView, can_focus=True):
         self.labels = tuple(Text.from_markup(c.label) for c in self.cols)
         self.col_widths = [label.cell_len for label in self.labels]
         """Content width of each column (without the cell padding); the owner keeps them fitted."""
+        self.hidden: frozenset[int] = frozenset()
+        """Indices of columns not drawn (the owner drops them when the room is short, widgets/column_plan.py)."""
         self.rows_now: dict[str, Row] = {}
         """The rows, by key: the one place they are held."""
         self.order: list[str] = []
@@ -161,7 +163,8 @@ class VirtualTable(ScrollView, can_focus=True):
 
     @property
     def table_width(self) -> int:
-        return sum(self.col_widths) + 2 * len(self.col_widths)
+        hidden = self.hidden
+        return sum(w + 2 for i, w in enumerate(self.col_widths) if i not in hidden)
 
     # ---- telling the table what changed ----
 
@@ -189,10 +192,12 @@ class VirtualTable(ScrollView, can_focus=True):
             self.marked.clear()
             self.refresh()
 
-    def set_widths(self, widths: Sequence[int]) -> None:
-        """New column content widths: laid out now, every line drawn at them."""
-        if list(widths) != self.col_widths:
+    def set_widths(self, widths: Sequence[int], hidden: frozenset[int] | None = None) -> None:
+        """New column content widths (and columns hidden, when given): laid out now, every line drawn at them."""
+        hidden = self.hidden if hidden is None else hidden
+        if list(widths) != self.col_widths or hidden != self.hidden:
             self.col_widths = list(widths)
+            self.hidden = hidden
             self._geometry += 1
             self._fit_virtual_size()
             self.refresh()
@@ -386,7 +391,10 @@ class VirtualTable(ScrollView, can_focus=True):
         component, post = cell_styles(self.get_component_rich_style, header, hover, cursor)
         cells: Sequence[CellSpec | int] = range(len(self.cols)) if row is None else row  # the header: by column
         segments: list[Segment] = []
+        hidden = self.hidden
         for column, (cell, content) in enumerate(zip(cells, self.col_widths, strict=True)):
+            if column in hidden:
+                continue
             # Drawn without the meta (so equal cells of any row are drawn once), which is then added to each part:
             # the meta carries no colour, so the styles are those of drawing it with the meta.
             meta = Style.from_meta({"row": index, "column": column})
