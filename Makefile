@@ -34,13 +34,13 @@ lint:
 	$(PYTHON) -m mypy app scripts tests bench
 	$(PYTHON) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()'
 
-# Most of the suite's time is waiting (routers starting, ssh round trips, a screen settling), not CPU, so it runs
-# on TEST_WORKERS workers; then the tests that assert a time bound (marker `timing`) run alone, so that no other
-# test's load decides them.
+# Most of the suite's time is waiting (routers starting, ssh round trips, a screen settling), so it runs on
+# TEST_WORKERS workers; then the tests that assert a time bound (marker `timing`) run apart from that load, three at
+# a time: they wait rather than work (21 s of CPU in 147 s run one by one), so they barely load each other.
 TEST_WORKERS ?= 4
 test: install-test lint
 	$(PYTHON) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup -m "not timing"
-	$(PYTHON) -m pytest -q -p no:cacheprovider -m timing
+	$(PYTHON) -m pytest -q -p no:cacheprovider -n 3 -m timing
 
 screenshots: install
 	$(PYTHON) -m scripts.screenshots screenshots

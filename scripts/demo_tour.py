@@ -52,7 +52,9 @@ TOUR: tuple[Step, ...] = (
     Step(
         "a corrupt model on gpu-box-a fails, in one line",
         (*pick("2", 0), "l"),
-        ("for the log",),
+        # The selected machine's card says it, cut at the pane's width (the toast, "… g for the log", may be held
+        # back: the scenario fails this model too, and a model's repeated failures are toasted once a minute).
+        ("broken-q4 failed to load",),
         gone=("Load anyway?",),  # the scenario's own failure of it may be on screen while the question is
         answer=LOAD_ANYWAY,
         hold=3.0,

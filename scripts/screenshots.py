@@ -78,10 +78,12 @@ from app.services.hub.pull import PullOutcome
 from app.services.hub.search import RepoChoices, repo_choices
 from app.services.presets.store import Edit, PresetPlan, PresetResult, PresetSnapshot
 from app.ui.app import HerdApp, make_app
+from app.ui.dashboard.fleet_table import SEP as FLEET_SEP
 from app.ui.screens.confirm import ConfirmScreen
 from app.ui.screens.help import HelpScreen
 from app.ui.screens.hub import HubScreen
 from app.ui.screens.preset_form import PresetForm
+from app.ui.text.format import human_bytes
 from tests.helpers.hub_standin import TINY_REPO, HubStandin, write_tiny_hub
 
 ROOT = Path("/tmp/llamaherd-screenshots")
@@ -95,6 +97,7 @@ HUB_SHOWN = "https://hub.example.internal"
 HUB_RATE = 100_000.0  # bytes a second: the tiny repo's file takes ~4 s
 PULLED = f"{TINY_REPO}:Q4_K_M"
 PULL_SHOWN = (0.41, 96_000.0)  # the fraction done and the rate (bytes a second) the downloading row shows
+MODEL_RSS = 21 * 1024 * 1024  # what the fleet view's memory column shows for every running model
 TIMEOUT = 90.0  # a bound on a wait that never came, not a target: the suite runs on several workers
 
 GIB = 1024**3
@@ -234,6 +237,9 @@ class ShotFleet:
     def log_lines(self, machine: str) -> Sequence[LogLine]:
         return self.fleet.log_lines(machine)
 
+    def log_lines_added(self, machine: str) -> int:
+        return self.fleet.log_lines_added(machine)
+
     async def load(self, machine: str, model: str) -> None:
         await self.fleet.load(machine, model)
 
@@ -279,7 +285,9 @@ class ShotFleet:
         return await self.fleet.fit_estimate(machine, model, has_gpu)
 
     async def model_memory(self, machine: str) -> dict[str, ModelMemory]:
-        return await self.fleet.model_memory(machine)
+        # The models really running, with fixed figures: a child's RSS differs from run to run (as host stats do).
+        real = await self.fleet.model_memory(machine)
+        return {m: ModelMemory(rss=MODEL_RSS, pid=1) for m, mem in real.items() if mem.rss is not None}
 
     async def file_estimate(self, machine: str, model: DiscoveredModel, has_gpu: bool) -> FitEstimate:
         return await self.fleet.file_estimate(machine, model, has_gpu)
@@ -346,11 +354,18 @@ async def wait_for_startup_models(config: Config) -> None:
         await fleet.close()
 
 
-async def until(pilot: Pilot[Any], what: str, cond: Callable[[], object], timeout: float = TIMEOUT) -> None:
+async def until(
+    pilot: Pilot[Any],
+    what: str,
+    cond: Callable[[], object],
+    timeout: float = TIMEOUT,
+    explain: Callable[[], str] | None = None,
+) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
         if time.monotonic() > deadline:
-            raise TimeoutError(f"screenshots: gave up waiting for {what}")
+            seen = f" (last seen: {explain()})" if explain else ""
+            raise TimeoutError(f"screenshots: gave up waiting for {what}{seen}")
         await pilot.pause(0.02)
 
 
@@ -403,7 +418,17 @@ class Director:
             # and its model went when every router got a key)
             return status(app, "chat-small").endswith(" loaded") and len(we_lines(app)) == 1
 
-        await until(pilot, "the demo fleet, loaded and listed", ready)
+        def seen() -> str:
+            parts = []
+            for name in startup:
+                st = app.state.get(name)
+                states = ",".join(f"{m.id}={m.state.value}" for m in st.models)
+                parts.append(f"{name}: {len(st.models)}/{counts[name]} models, stream {st.view.stream}, {states}")
+            parts.append(f"chat-small {status(app, 'chat-small')!r}")
+            parts.append("warnings: " + " | ".join(ln.text[:120] for ln in we_lines(app)))
+            return "; ".join(parts)
+
+        await until(pilot, "the demo fleet, loaded and listed", ready, explain=seen)
         await self.shoot("overview.svg")
 
         # The compact machines pane (`c`; chosen by itself when the cards do not fit), and back to cards.
@@ -423,6 +448,14 @@ class Director:
         await pilot.press("f")
         await until(pilot, "the fleet view", lambda: len(app.dashboard.fleet_table.rows_now) == sum(counts.values()))
         await until(pilot, "the fit verdicts", lambda: not app.dashboard.fit.pending())  # made in workers
+        shown = human_bytes(MODEL_RSS)
+
+        def memory_shown() -> bool:
+            running = [f"{n}{FLEET_SEP}{m}" for n, m in startup.items()]
+            rows = app.dashboard.fleet_table.rows_now
+            return all(any(c.text == shown for c in rows.get(k, ())) for k in running)
+
+        await until(pilot, "the memory column", memory_shown)  # read in a worker every few seconds
         await self.shoot("fleet.svg")
         await pilot.press("f")
 

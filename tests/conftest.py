@@ -47,6 +47,9 @@ ONE_AT_A_TIME: dict[str, str] = {"second_user": "second-unix-user"}
 ONE_WORKER_MODULES = frozenset({"test_screenshots.py"})
 
 
+# tryfirst: pytest-xdist's worker reads the xdist_group marks in this same hook (it suffixes the node ids with the
+# group); after it, the marks added here were ignored and a group's tests ran on several workers at once.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         used = set(getattr(item, "fixturenames", ()))

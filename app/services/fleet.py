@@ -96,7 +96,8 @@ class Fleet:
                 self._dropped[id(q)] = self._dropped.get(id(q), 0) + len(ev.lines)
                 continue
             if isinstance(ev, LogLines) and id(q) in self._dropped:
-                q.put_nowait(LogLines(ev.machine, (skipped_marker(self._dropped.pop(id(q))), *ev.lines)))
+                marker = skipped_marker(self._dropped.pop(id(q)))
+                q.put_nowait(LogLines(ev.machine, (marker, *ev.lines), upto=ev.upto))
             else:
                 q.put_nowait(ev)
 
@@ -150,6 +151,10 @@ class Fleet:
     def log_lines(self, machine: str) -> Sequence[LogLine]:
         """The machine's scrollback itself, not a copy (10,000 lines unpacked): read it, do not keep it."""
         return self.machine(machine).logs
+
+    def log_lines_added(self, machine: str) -> int:
+        """How many lines the machine has ever added to its scrollback (compare with LogLines.upto)."""
+        return self.machine(machine).log_lines_added
 
     # ---- commands ----
 

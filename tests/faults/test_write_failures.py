@@ -132,6 +132,8 @@ def test_permission_denied_for_another_user(
     with readable_keys(servers[kind]):
         r = herd.run("preset", "remove", "m", "alpha", timeout=90)  # needs no --help: llama-server is root's here
     print(f"permission denied, {kind}: exit {r.returncode}: {r.stderr.strip()}")
+    if "cannot connect" in r.stderr:  # the login itself, not the write: what sshd said of it
+        print(servers[kind].log_path.read_text(errors="replace")[-3000:])
     assert_one_line_failure(r, preset, "permission denied")
     assert preset.read_text() == START
     assert leftovers(folder, {"models.ini"}) == []

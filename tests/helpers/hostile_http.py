@@ -114,8 +114,8 @@ class HostileRouter:
                 return
             self._conns.append(c)
             t = threading.Thread(target=self._serve, args=(c,), daemon=True)
+            t.start()  # before it is listed: __exit__ joins what is listed, and a thread not started cannot be joined
             self._threads.append(t)
-            t.start()
 
     def _serve(self, c: socket.socket) -> None:
         with contextlib.suppress(OSError), c:

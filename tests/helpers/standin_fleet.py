@@ -8,6 +8,7 @@ llama-server to look for: `has_files` is False and those methods raise NotOffere
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
@@ -100,6 +101,7 @@ class StandInFleet:
                 self.model_lists[ev.machine] = merged
             elif isinstance(ev, LogLines):
                 self.logs[ev.machine] = self.logs.get(ev.machine, ()) + ev.lines
+                ev = dataclasses.replace(ev, upto=len(self.logs[ev.machine]))  # as the real fleet counts them
             for q in self.queues:
                 q.put_nowait(ev)
 
@@ -111,6 +113,9 @@ class StandInFleet:
 
     def log_lines(self, machine: str) -> tuple[LogLine, ...]:
         return self.logs.get(machine, ())
+
+    def log_lines_added(self, machine: str) -> int:
+        return len(self.logs.get(machine, ()))
 
     async def _call(self, *what: str) -> None:
         self.calls.append(what)

@@ -11,7 +11,7 @@ import shlex
 import shutil
 import signal
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,12 @@ from tests.helpers.needs import require
 from tests.helpers.wait import eventually, wait_for_sync
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def without_size(env: Mapping[str, str]) -> dict[str, str]:
+    """pytest-xdist's workers run with COLUMNS=80 and LINES=24 in their environment; passed on, they make the app
+    draw 80x24 inside a 120x40 pane (Textual, like shutil.get_terminal_size, believes them first)."""
+    return {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}
 
 
 class Tmux:
@@ -37,8 +43,8 @@ class Tmux:
         envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         subprocess.run(
             ["tmux", "-L", self.socket, "-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "40", "-s", "t",
-             f"cd {shlex.quote(str(ROOT))} && exec env {envs} {command}"],
-            check=True, timeout=10, env={**os.environ, "LANG": "C.UTF-8"},
+             f"cd {shlex.quote(str(ROOT))} && exec env -u COLUMNS -u LINES {envs} {command}"],
+            check=True, timeout=10, env={**without_size(os.environ), "LANG": "C.UTF-8"},
         )  # fmt: skip
         for fmt in ("#{pid}", "#{pane_pid}"):
             out = self.cmd("display-message", "-p", "-t", "t", fmt).strip()

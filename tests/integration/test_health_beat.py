@@ -77,6 +77,7 @@ async def test_a_stopped_router_is_not_answering_then_answers_again(make_router:
             w.close()
 
 
+@pytest.mark.timing  # a round within 2 s, ten times over
 async def test_a_router_the_stream_hears_from_is_not_asked() -> None:
     beat = HealthBeat(EVERY)
     with H.HostileRouter({}) as heard_from, H.HostileRouter({}) as silent:

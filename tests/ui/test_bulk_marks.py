@@ -27,7 +27,8 @@ async def test_marked_rows_are_loaded_after_one_question() -> None:
         assert "3 marked (Esc unmarks)" in str(table.border_subtitle)
         await pilot.press("l")
         await wait_for(lambda: isinstance(app.screen, ConfirmScreen), pilot=pilot, what="one question")
-        text = " ".join(screen_text(app).replace("│", " ").split())  # the question's lines wrap in its box
+        # the question's lines wrap in its box (a focused box has the heavy border)
+        text = " ".join(screen_text(app).replace("│", " ").replace("┃", " ").split())
         assert "load 2 models" in text and "load broken on workstation" in text and "load mistral-7b" in text
         assert "skipped: qwen2.5-coder-14b on workstation: already loaded" in text
         assert not [c for c in fleet.calls if c[0] == "load"]  # nothing before the answer
@@ -56,7 +57,7 @@ async def test_marks_across_the_fleet_stop_each_router_once_and_esc_unmarks() ->
             await pilot.press("space")
         await pilot.press("x")
         await wait_for(lambda: isinstance(app.screen, ConfirmScreen), pilot=pilot)
-        text = " ".join(screen_text(app).replace("│", " ").split())
+        text = " ".join(screen_text(app).replace("│", " ").replace("┃", " ").split())
         assert "stop 2 routers" in text and "stop the router on gpu-box (unloads llama-3.3-70b)" in text
         await pilot.press("n")
         await wait_for(lambda: not isinstance(app.screen, ConfirmScreen), pilot=pilot)

@@ -403,3 +403,22 @@ async def test_a_router_not_answering_is_shown_so_and_comes_back_by_itself() -> 
         assert app.dashboard.check_action("stop_router", ()) is True  # a wedged router can still be stopped
         fleet.emit(MachineChanged("workstation", up))
         await wait_for(lambda: "not answering" not in screen_text(app), pilot=pilot)
+
+
+async def test_lines_in_flight_when_a_machine_is_selected_are_shown_once() -> None:
+    """Selecting a machine takes its scrollback; lines already in it whose event is still queued came in again (seen
+    under load: the router's one warning twice in the panel)."""
+    fleet = demo_fleet()
+    app = app_for(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(lambda: len(app.dashboard.model_table.rows_now) == 5, pilot=pilot)
+        logs = app.dashboard.logs
+        before = len(logs.buffer)
+        fleet.emit(LogLines("workstation", (log("in flight one"), log("in flight two"))))
+        app.dashboard.select_machine("workstation")  # before the queued event is read: the scrollback has them
+        fleet.emit(LogLines("workstation", (log("after"),)))
+        await wait_for(lambda: any(ln.text == "after" for ln in logs.buffer), pilot=pilot)
+        await pilot.pause(0.2)
+        texts = [ln.text for ln in logs.buffer]
+        assert texts.count("in flight one") == 1 and texts.count("in flight two") == 1
+        assert len(logs.buffer) == before + 3

@@ -90,6 +90,7 @@ def test_keep_then_a_second_demo_adopts(tmux: Tmux, state: Path) -> None:
     assert all(psutil.pid_exists(p) for p in routers)
 
 
+@pytest.mark.timing  # the tour holds each step and reads toasts, which go after a few seconds
 def test_the_recorded_tour_plays_end_to_end(tmux: Tmux, state: Path) -> None:
     """The tour `make recording` records (scripts/demo_tour.py), on the demo with its scenario running: each key
     brings what the tour says it does (a load said done, a failure in one line, its log, help, an unload)."""

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import pytest
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -263,7 +264,9 @@ async def test_a_file_changed_on_disk_is_refused_with_the_diff_and_the_form_relo
     fleet, preset = here
     async with running(fleet):
         host = FormHost(fleet, "alpha")
-        async with host.run_test(size=SIZE) as pilot:
+        # wide enough for the diff's header lines, which carry the preset's path: under pytest-xdist the temporary
+        # folder is longer (popen-gwN) and at 100 columns the label after it was cut off
+        async with host.run_test(size=(160, 40)) as pilot:
             form = await opened(host, pilot)
             form.query_one("#field-ctx-size", Input).focus()
             await pilot.press("5", "1", "2", "ctrl+s")
@@ -272,6 +275,8 @@ async def test_a_file_changed_on_disk_is_refused_with_the_diff_and_the_form_relo
             preset.write_text(theirs)  # somebody else's edit, after the form read the file
             await pilot.press("enter")
             await wait_for(lambda: form.mode == "conflict", pilot=pilot)
+            # the diff is drawn after the mode changes: under load a look straight away can come before it
+            await wait_for(lambda: "(your edit)" in screen_text(host), pilot=pilot)
             shown = screen_text(host)
             assert "changed on disk since it was read" in shown
             # the file on disk now (with their line) against this edit (without it, with ours)
@@ -378,6 +383,10 @@ async def settle(pilot: Pilot[Any]) -> None:
     await wait_for(lambda: app.form.mode == "form", pilot=pilot)
     for widget in app.form.query(Input):
         widget.cursor_blink = False  # a blinking cursor makes every screenshot different
+    # The form is taller than 40 lines: on a loaded machine the scrollbar was once painted a frame after the fields,
+    # so the picture waits for it rather than for a fixed pause.
+    scroll = app.form.query_one("#pf-form", VerticalScroll)
+    await wait_for(lambda: scroll.max_scroll_y > 0 and scroll.show_vertical_scrollbar, pilot=pilot, what="scrollbar")
     await pilot.pause(0.1)
 
 

@@ -33,7 +33,7 @@ def fleet_with(reason: str) -> StandInFleet:
 
 def squeezed(text: str) -> str:
     """Without whitespace or the pane's borders: what a reason wrapped over several rows reads as, joined."""
-    return "".join(text.replace("│", "").split())
+    return "".join(text.replace("│", "").replace("┃", "").split())
 
 
 def unreachable_notes(seen: list[tuple[str, str, str]]) -> list[str]:

@@ -37,7 +37,7 @@ def test_an_explicit_python_is_used_as_is_and_no_venv_is_made() -> None:
     pytest_runs = [ln for ln in lines if " -m pytest " in ln]
     # the parallel run, then the time-bound tests alone, both with that python
     assert [ln.split(" -m pytest ")[0] for ln in pytest_runs] == ["/opt/py/bin/python3"] * 2, lines
-    assert '-n 4 --dist loadgroup -m "not timing"' in pytest_runs[0] and pytest_runs[1].endswith("-m timing")
+    assert '-n 4 --dist loadgroup -m "not timing"' in pytest_runs[0] and pytest_runs[1].endswith("-n 3 -m timing")
 
 
 def test_the_venv_is_ignored_by_git() -> None:

@@ -76,6 +76,9 @@ class HostStatsChanged(FleetEvent):
 @dataclass(frozen=True)
 class LogLines(FleetEvent):
     lines: tuple[LogLine, ...]
+    # How many lines the machine had added to its scrollback once these were in (0: not counted). A view that took
+    # the scrollback at count N skips an event with upto <= N: those lines were already in what it took.
+    upto: int = 0
 
 
 @dataclass(frozen=True)

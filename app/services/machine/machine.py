@@ -108,6 +108,7 @@ class Machine:
         self._client_key: str | None = None
         self.models: dict[str, ModelInfo] = {}
         self.logs = Scrollback(log_capacity)
+        self.log_lines_added = 0  # ever, so a view that took the scrollback knows which LogLines it already holds
         self.attributor = LogAttributor()
         self.downloads = DownloadMeters()  # bytes, rate and time left of the models downloading here
         self._download_told: dict[str, float] = {}  # model -> when its row was last told (DOWNLOAD_ROW_EVERY)
@@ -442,7 +443,8 @@ class Machine:
             lines = window.take()
             if lines:
                 self.logs.extend(lines)
-                self.emit(LogLines(self.name, tuple(lines)))
+                self.log_lines_added += len(lines)
+                self.emit(LogLines(self.name, tuple(lines), upto=self.log_lines_added))
 
         try:
             async for chunk in self.transport.tail_chunks(path, lines=await self._lines_to_resume(path)):

@@ -78,6 +78,7 @@ class DashboardScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self.selected_machine = ""
+        self._log_lines_taken = 0  # the selected machine's LogLines count when its scrollback was taken
         self._machines_form_chosen = False  # `c` pressed: the operator's choice of cards or compact lines holds
         self._recent_errors: dict[str, float] = {}
         self.failure_link = FailureLink()
@@ -187,7 +188,15 @@ class DashboardScreen(Screen[None]):
                 self._show_models(changes.rows_of(self.selected_machine))
             if changes.models and self.fleet_view:
                 self._show_fleet(changes)
-            lines = [ln for m, chunk in changes.logs if m == self.selected_machine for ln in chunk]
+            # Lines the panel took with the scrollback when the machine was selected come again in events queued
+            # before it (seen under load: a router's warning twice); those are skipped.
+            taken = self._log_lines_taken
+            lines = [
+                ln
+                for m, chunk, upto in changes.logs
+                if m == self.selected_machine and (upto == 0 or upto > taken)
+                for ln in chunk
+            ]
             if lines:
                 self.logs.append(lines)
             self._paint_title()
@@ -324,6 +333,7 @@ class DashboardScreen(Screen[None]):
         self._watch_activity()
         self._show_models()
         self.logs.current_model = self.model_table.selected_model()
+        self._log_lines_taken = self.herd.fleet.log_lines_added(name)
         self.logs.set_source(name, self.herd.fleet.log_lines(name), note=self._log_note(name))
         self.update_bindings()
 

@@ -48,6 +48,10 @@ class FleetApi(Protocol):
 
     def log_lines(self, machine: str) -> Sequence[LogLine]: ...
 
+    def log_lines_added(self, machine: str) -> int:
+        """How many lines the machine has ever added to its scrollback (LogLines.upto counts the same)."""
+        ...
+
     def watch_activity(self, machines: Collection[str] | None) -> None:
         """Poll the live activity of these machines only (None: every machine)."""
         ...

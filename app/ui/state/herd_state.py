@@ -123,7 +123,7 @@ class Changes:
     cards: frozenset[str] = frozenset()
     models: frozenset[str] = frozenset()
     """Machines some of whose models (or their activity) changed."""
-    logs: tuple[tuple[str, tuple[LogLine, ...]], ...] = ()
+    logs: tuple[tuple[str, tuple[LogLine, ...], int], ...] = ()  # machine, lines, LogLines.upto
     problems: tuple[Problem, ...] = ()
     rows: frozenset[tuple[str, str]] = frozenset()
     """(machine, model) of the rows a delta changed; a machine in `models` but not in `whole` needs just these."""
@@ -173,7 +173,7 @@ class HerdState:
         models: set[str] = set()
         rows: set[tuple[str, str]] = set()
         whole: set[str] = set()
-        logs: list[tuple[str, tuple[LogLine, ...]]] = []
+        logs: list[tuple[str, tuple[LogLine, ...], int]] = []
         problems: list[Problem] = []
         for ev in events:
             st = self.get(ev.machine)
@@ -213,7 +213,7 @@ class HerdState:
                 st.cpu.append((now, ev.stats.cpu_pct))
                 cards.add(ev.machine)
             elif isinstance(ev, LogLines):
-                logs.append((ev.machine, ev.lines))
+                logs.append((ev.machine, ev.lines, ev.upto))
             elif isinstance(ev, ActivityChanged):
                 before, st.activity = st.activity, {a.model: a for a in ev.models}
                 # Only the rows whose figures changed (loaded models; a model that stopped loses its figures).
