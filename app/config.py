@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import tomli_w
 
+from app.config_aliases import parse_aliases
 from app.config_hooks import HookConfig, hooks_to_dict, parse_hooks
 from app.config_plugins import PluginConfig, parse_plugins, plugins_to_dict
 from app.errors import ConfigError
@@ -132,6 +133,8 @@ class Config:
     """[[hooks]]: commands run when the fleet changes (config_hooks.py)."""
     plugins: tuple[PluginConfig, ...] = ()
     """[[plugins]]: keys that run the operator's commands for the selection (config_plugins.py)."""
+    aliases: dict[str, str] = field(default_factory=dict)
+    """[aliases]: a word -> the `:` command it stands for (config_aliases.py)."""
     path: Path | None = None
 
     @property
@@ -177,7 +180,7 @@ _UI_TYPES: dict[str, tuple[type, ...]] = {
     "probe_every": (float, int),
 }
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", list: "a list of strings"}
-_TOP_KEYS = ("machines", "ui", "keymap", "hooks", "plugins")
+_TOP_KEYS = ("machines", "ui", "keymap", "hooks", "plugins", "aliases")
 _ROUTER_KEYS = (
     "program", "router_port", "models_max", "preset", "models_dirs", "extra_args", "hub_token_env", "hub_cache",
 )  # fmt: skip
@@ -263,7 +266,13 @@ def parse_config(text: str, path: Path) -> Config:
     keymap = _parse_keymap(data.get("keymap", {}), path, loc)
     hooks = parse_hooks(data.get("hooks", []), path, loc.line_of)
     plugins = parse_plugins(data.get("plugins", []), path, loc.line_of, keymap)
-    return Config(machines=tuple(machines), ui=ui, keymap=keymap, hooks=hooks, plugins=plugins, path=path)
+    aliases = parse_aliases(
+        data.get("aliases", {}),
+        lambda key: _where(path, loc.line_of("aliases") if key is None else loc.line_of(key, "aliases")),
+    )
+    return Config(
+        machines=tuple(machines), ui=ui, keymap=keymap, hooks=hooks, plugins=plugins, aliases=aliases, path=path
+    )
 
 
 def _parse_keymap(raw: Any, path: Path, loc: _Locator) -> dict[str, str]:
@@ -439,6 +448,8 @@ def config_to_dict(cfg: Config) -> dict[str, Any]:
         out["hooks"] = hooks_to_dict(cfg.hooks)
     if cfg.plugins:
         out["plugins"] = plugins_to_dict(cfg.plugins)
+    if cfg.aliases:
+        out["aliases"] = dict(cfg.aliases)
     return out
 
 

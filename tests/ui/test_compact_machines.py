@@ -12,6 +12,7 @@ from app.services.core.host_types import Connection, HostStats
 from app.services.core.router_types import ModelState, RouterState
 from app.ui.app import HerdApp, make_app
 from app.ui.dashboard.machine_card import MachineCard
+from app.ui.screens.help import HelpScreen
 from tests.helpers.screen import record_notifications, screen_text
 from tests.helpers.standin_fleet import NOW, StandInFleet, model, view
 from tests.helpers.wait import wait_for
@@ -172,3 +173,23 @@ async def test_a_compact_cpu_bar_holds_still_on_jitter_and_moves_on_a_change() -
             assert await cpu(jitter) == first
             assert line._shown is drawn
         assert "cpu ▋" in await cpu(33.0)  # 5.3 eighths: a whole eighth away, the bar moves
+
+
+async def test_an_alias_of_the_config_runs_its_command_and_help_lists_it() -> None:
+    fleet = fleet_of(8, trouble=True)
+    aliases = {"b5": "machine box5", "twelve": "load m-12"}
+    app = make_app(Config(aliases=aliases), fleet, frozen_time=NOW)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_for(lambda: len(app.dashboard.model_table.rows_now) == 20, pilot=pilot)
+        prompt = app.dashboard.prompt
+        await pilot.press("colon", "t", "w", "tab")
+        assert prompt.value == "twelve "  # completed, and a space to go on, as a verb is
+        await pilot.press(*"on box3", "enter")
+        await wait_for(lambda: ("load", "box3", "m-12") in fleet.calls, pilot=pilot, what="the alias's load on box3")
+        await pilot.press("colon", *"b5", "enter")
+        await wait_for(lambda: app.dashboard.selected_machine == "box5", pilot=pilot, what=":b5 selects box5")
+        await pilot.press("question_mark")
+        await wait_for(lambda: isinstance(app.screen, HelpScreen), pilot=pilot, what="help")
+        app.screen.query_one("#help-table").scroll_end(animate=False)  # the aliases come last, after every key
+        await wait_for(lambda: ":twelve" in screen_text(app), pilot=pilot, what="the alias in help")
+        assert "load m-12" in screen_text(app)

@@ -64,3 +64,34 @@ def test_completion_word_by_word() -> None:
     assert complete("machine laptop ", NAMES) is None  # one machine only
     assert complete("fleet ", NAMES) is None
     assert complete("zz", NAMES) is None
+
+
+ALIASED = Names(
+    machines=NAMES.machines,
+    models=NAMES.models,
+    selected="gpu-a",
+    aliases={"gb": "machine gpu-b", "q8": "load qwen3-8b", "Coders": "load coder on gpu-b"},
+)
+
+
+def test_an_alias_stands_for_its_command_and_words_after_it_follow() -> None:
+    assert parse("gb", ALIASED) == Command("machine", None, ("gpu-b",))
+    assert parse("q8 on gpu-a gpu-b", ALIASED) == Command("load", "qwen3-8b", ("gpu-a", "gpu-b"))
+    assert parse("coders", ALIASED) == Command("load", "coder", ("gpu-b",))  # typed in either case
+    # a verb keeps its meaning, and a word that is no alias is read as a verb (or its beginning) as before
+    assert parse("load phi-4", ALIASED) == Command("load", "phi-4", ("laptop",))
+    assert parse("lo phi-4", ALIASED) == Command("load", "phi-4", ("laptop",))
+
+
+def test_a_mistake_through_an_alias_names_the_alias() -> None:
+    with pytest.raises(CommandError) as e:
+        parse("q8 on laptop", ALIASED)
+    assert "laptop has no model 'qwen3-8b'" in str(e.value) and "(alias q8 = 'load qwen3-8b')" in str(e.value)
+
+
+def test_tab_offers_aliases_with_the_verbs_and_completes_after_one() -> None:
+    assert candidates("", ALIASED)[-3:] == ["Coders", "gb", "q8"]
+    assert candidates("g", ALIASED) == ["gb"]
+    assert complete("q8 ", ALIASED) == "q8 on"  # after an alias, what its command takes next
+    assert candidates("q8 on ", ALIASED) == ["gpu-a", "gpu-b"]
+    assert candidates("gb ", ALIASED) == []  # `machine` takes one name, and the alias gave it

@@ -32,6 +32,7 @@ def test_example_config_loads_every_key() -> None:
     assert box.identity_file == "~/.ssh/id_ed25519" and box.models_dirs == ("/srv/models",)
     assert shared.attach_only and shared.url == "http://127.0.0.1:8080"
     assert cfg.ui.log_lines == 10_000
+    assert cfg.aliases == {"gb": "machine gpu-box", "coders": "load qwen2.5-coder-14b on workstation gpu-box"}
 
 
 def refuse(text: str) -> str:
@@ -116,12 +117,13 @@ def test_write_is_atomic_0600_and_round_trips(tmp_path: Path) -> None:
             MachineConfig(name="b", host="box", user="u", port=2222, api_key_env="KEY"),
         ),
         keymap={"load": "l"},
+        aliases={"gb": "machine b"},
     )
     path = tmp_path / "sub" / "config.toml"
     write_config(cfg, path)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     again = load_config(path)
-    assert again.machines == cfg.machines and again.keymap == {"load": "l"}
+    assert again.machines == cfg.machines and again.keymap == {"load": "l"} and again.aliases == {"gb": "machine b"}
     assert [p.name for p in path.parent.iterdir()] == ["config.toml"]  # no temp file left
 
 
@@ -161,6 +163,14 @@ def test_api_key_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
         ('[keymap]\nload = "ctrl + l"\n', 2, "not a key name"),
         ('[keymap]\nunload = "l"\n', 2, "on unload and on load"),
         ('[keymap]\nhistory_filter = "ctrl+r"\n', 2, "history_refresh"),
+        ('[aliases]\n"g b" = "machine a"\n', 2, "one word"),
+        ('[aliases]\n# mine\nload = "machine a"\n', 3, "the command 'load' itself"),
+        ('[aliases]\ngb = "go a"\n', 2, "'go', which is no command"),
+        ('[aliases]\ngb = "st a"\n', 2, "could be start, stop"),
+        ('[aliases]\ngb = "   "\n', 2, "must be a command"),
+        ("[aliases]\ngb = 3\n", 2, "must be a command"),
+        ('[aliases]\ngb = "machine a\\nfleet"\n', 2, "control character"),
+        ('[aliases]\ngb = "machine a"\nGB = "machine b"\n', 3, "only in case"),
     ],
 )
 def test_each_value_is_checked_with_file_line_key(text: str, line: int, words: str) -> None:

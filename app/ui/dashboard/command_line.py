@@ -1,5 +1,6 @@
 """`:` commands, as in k9s: a verb and its names (`load qwen3-8b on gpu-a gpu-b`, `stop gpu-a`, `machine gpu-b`),
-parsed against the machines and models the dashboard knows, and completed word by word with Tab.
+parsed against the machines and models the dashboard knows, and completed word by word with Tab. An alias of
+`[aliases]` (config_aliases.py) stands for its command's words, and any words typed after it follow them.
 
 Pure: the screen gives the names and runs what `parse` returns; a mistake is a CommandError whose words are shown
 as they are (names are made visible by the caller, never read as markup).
@@ -8,31 +9,10 @@ as they are (names are made visible by the caller, never read as markup).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from app.command_verbs import BARE_VERBS, MACHINE_VERBS, USAGE, VERBS, verbs_begun_by
 from app.services.core.natural_order import natural_sorted
-
-MODEL_VERBS = ("load", "unload", "ask", "pull")
-"""Verbs whose first word is a model (or, for pull, a hub repo): `VERB NAME [on MACHINE...]`."""
-MACHINE_VERBS = ("start", "stop", "retry", "machine")
-"""Verbs that take machines only: `VERB [MACHINE...]` (machine: exactly one)."""
-BARE_VERBS = ("fleet", "history", "compact", "help")
-
-USAGE = {
-    "load": "load MODEL [on MACHINE...]",
-    "unload": "unload MODEL [on MACHINE...]",
-    "ask": "ask MODEL [on MACHINE]",
-    "pull": "pull REPO[:QUANT] [on MACHINE...]",
-    "start": "start [MACHINE...]",
-    "stop": "stop [MACHINE...]",
-    "retry": "retry [MACHINE...]",
-    "machine": "machine NAME",
-    "fleet": "fleet",
-    "history": "history",
-    "compact": "compact",
-    "help": "help",
-}
-VERBS = tuple(USAGE)
 
 
 class CommandError(ValueError):
@@ -55,6 +35,20 @@ class Names:
     machines: Sequence[str]
     models: Mapping[str, Collection[str]]
     selected: str
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    """[aliases]: a word -> the command it stands for."""
+
+    def alias(self, word: str) -> str | None:
+        """The alias `word` is (typed in either case), or None."""
+        if word in self.aliases:
+            return word
+        low = word.lower()
+        return next((a for a in self.aliases if a.lower() == low), None)
+
+    def expanded(self, words: list[str]) -> list[str]:
+        """The words with a first word that is an alias replaced by its command's words (once: never recursive)."""
+        name = self.alias(words[0]) if words else None
+        return [*self.aliases[name].split(), *words[1:]] if name else words
 
     def with_model(self, model: str) -> list[str]:
         return [m for m in self.machines if model in self.models.get(m, ())]
@@ -65,10 +59,7 @@ class Names:
 
 def verb_of(word: str) -> str:
     """The verb a word names: itself, or the one verb it begins (`lo` is load, `st` is start or stop: refused)."""
-    low = word.lower()
-    if low in USAGE:
-        return low
-    found = [v for v in VERBS if v.startswith(low)]
+    found = verbs_begun_by(word)
     if len(found) == 1:
         return found[0]
     if found:
@@ -77,9 +68,19 @@ def verb_of(word: str) -> str:
 
 
 def parse(text: str, names: Names) -> Command:
-    words = text.split()
-    if not words:
+    typed = text.split()
+    if not typed:
         raise CommandError(f"a command: {', '.join(VERBS)}")
+    alias = names.alias(typed[0])
+    try:
+        return _parse(names.expanded(typed), names)
+    except CommandError as e:
+        if alias is None:
+            raise
+        raise CommandError(f"{e} (alias {alias} = {names.aliases[alias]!r})") from None
+
+
+def _parse(words: list[str], names: Names) -> Command:
     verb = verb_of(words[0])
     args = words[1:]
     if verb in BARE_VERBS:
@@ -133,8 +134,9 @@ def candidates(text: str, names: Names) -> list[str]:
     """What the word being typed (the last one) may become, in the order they are offered."""
     words = text.split(" ")
     last, before = words[-1], [w for w in words[:-1] if w]
+    before = names.expanded(before)
     if not before:
-        pool: list[str] = list(VERBS)
+        pool: list[str] = [*VERBS, *natural_sorted(list(names.aliases))]
     else:
         try:
             verb = verb_of(before[0])

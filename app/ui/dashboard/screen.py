@@ -713,7 +713,7 @@ class DashboardScreen(Screen[None]):
     def _names(self) -> Names:
         st = self.herd.state
         models = {n: [*ms.by_id, *(a for m in ms.by_id.values() for a in m.aliases)] for n, ms in st.machines.items()}
-        return Names(machines=st.names, models=models, selected=self.selected_machine)
+        return Names(machines=st.names, models=models, selected=self.selected_machine, aliases=self.herd.config.aliases)
 
     def run_command(self, text: str) -> None:
         """Run a `:` command as its keys would (the same questions asked first); a mistake is one line said."""
@@ -791,6 +791,8 @@ class DashboardScreen(Screen[None]):
         rows = keys.binding_rows(self._binding_sources(), self.herd.config.keymap, self._key_display)
         for p in self.herd.config.plugins:  # the config's own keys: no id to rebind, their key is in [[plugins]]
             rows.append(HelpRow("plugins", self._key_display(p.key.split(",")[0].strip()), "plugin", p.description))
+        for name, command in self.herd.config.aliases.items():  # [aliases]: `:NAME` runs the command
+            rows.append(HelpRow("command line", f":{name}", "alias", command))
         return rows
 
     def palette_actions(self) -> list[tuple[str, str, str]]:
