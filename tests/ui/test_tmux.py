@@ -49,3 +49,36 @@ def test_non_utf8_locale_draws_ascii_only(tmux: Tmux, router: RouterProc, tmp_pa
     screen = tmux.wait(lambda s: "unloaded" in row(s.replace("|", "│"), "alpha") and "attached" in s)
     assert "+- machines" in screen
     assert not {c for c in screen if ord(c) > 127}, screen
+
+
+def test_a_foreground_plugin_gets_the_terminal_then_gives_the_dashboard_back(
+    tmux: Tmux, router: RouterProc, tmp_path: Path
+) -> None:
+    """`background = false`: the dashboard steps aside (App.suspend), the command reads and writes the terminal
+    itself with the selection in its environment, and when it ends the dashboard is drawn again and says how it
+    went."""
+    answer = tmp_path / "answer.txt"
+    script = (
+        f'printf "PLUGIN-ASKS %s/%s: " "$LLAMAHERD_MACHINE" "$LLAMAHERD_MODEL"; read -r x; printf %s "$x" > {answer}'
+    )
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(
+        f'[[machines]]\nname = "box"\nurl = "{router.url}"\n\n'
+        f'[[plugins]]\nkey = "ctrl+t"\ndescription = "ask me"\nscope = "model"\nbackground = false\n'
+        f"command = {_toml_list(['sh', '-c', script])}\n"
+    )
+    env = {"TERM": "screen-256color", "LANG": "C.UTF-8", "XDG_STATE_HOME": str(tmp_path)}
+    tmux.start(f"{shlex.quote(sys.executable)} -m app --config {shlex.quote(str(cfg))}", env)
+    tmux.wait(lambda s: "unloaded" in row(s, "alpha") and "attached" in s)
+    tmux.keys("C-t")
+    screen = tmux.wait(lambda s: "PLUGIN-ASKS box/alpha:" in s)
+    assert "models" not in screen  # the dashboard is off the screen while the command has it
+    tmux.keys("typed at the plugin", "Enter")
+    tmux.wait(lambda s: "ask me" in s and "alpha" in row(s, "alpha"))  # back, with the outcome toast
+    assert answer.read_text() == "typed at the plugin"
+    tmux.keys("q")
+    tmux.wait_gone(10)
+
+
+def _toml_list(items: list[str]) -> str:
+    return "[" + ", ".join('"' + i.replace("\\", "\\\\").replace('"', '\\"') + '"' for i in items) + "]"
