@@ -383,10 +383,15 @@ async def settle(pilot: Pilot[Any]) -> None:
     await wait_for(lambda: app.form.mode == "form", pilot=pilot)
     for widget in app.form.query(Input):
         widget.cursor_blink = False  # a blinking cursor makes every screenshot different
-    # The form is taller than 40 lines: on a loaded machine the scrollbar was once painted a frame after the fields,
-    # so the picture waits for it rather than for a fixed pause.
+    # The form is taller than 40 lines. On a loaded machine its scrollbar's thumb was drawn from a layout of the
+    # fields before the last rows were mounted (a half cell longer or shorter): the picture is taken after one more
+    # layout and a repaint of the scrollbar itself.
     scroll = app.form.query_one("#pf-form", VerticalScroll)
     await wait_for(lambda: scroll.max_scroll_y > 0 and scroll.show_vertical_scrollbar, pilot=pilot, what="scrollbar")
+    await pilot.pause(0.1)
+    scroll.refresh(layout=True)
+    await pilot.pause(0.1)
+    scroll.vertical_scrollbar.refresh()
     await pilot.pause(0.1)
 
 
