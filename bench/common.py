@@ -4,6 +4,7 @@ behind the delay proxy), and figure printing."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import atexit
 import contextlib
 import json
@@ -11,13 +12,15 @@ import os
 import shutil
 import statistics
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
+from app.config import Config
+from app.services.fleet import Fleet
 from app.services.lifecycle.llama_server_binary import HOW_TO_GET, find_llama_server
 from app.tinymodels import TinySpec, write_corrupt_model, write_tiny_model
 from tests.helpers.delay_proxy import DelayProxy
@@ -139,3 +142,29 @@ def cpu_seconds(p: psutil.Process) -> float:
             ct = c.cpu_times()
             total += ct.user + ct.system
     return total
+
+
+@asynccontextmanager
+async def drained_fleet(config: Config) -> AsyncIterator[Fleet]:
+    """A started Fleet (what the dashboard holds) with no UI, its events read and dropped as a dashboard would read
+    them; closed on the way out."""
+    fleet = Fleet(config)
+    events = fleet.subscribe()
+
+    async def drain() -> None:
+        while True:
+            await events.get()
+
+    drainer = asyncio.create_task(drain())
+    await fleet.start()
+    try:
+        yield fleet
+    finally:
+        drainer.cancel()
+        await fleet.close()
+
+
+def load_text() -> str:
+    """This machine's load average, for a figure's conditions."""
+    one, five, _ = os.getloadavg()
+    return f"load {one:.2f} (5 min {five:.2f})"

@@ -27,7 +27,7 @@ from app.config import Config, MachineConfig
 from app.services.core.router_types import RouterState
 from app.services.fleet import Fleet
 from app.ui.app import make_app
-from bench.common import start_router, tiny_models, workdir
+from bench.common import drained_fleet, load_text, start_router, tiny_models, workdir
 from bench.ui_idle_cpu import tmux_idle
 from tests.helpers.router import RouterProc
 
@@ -66,16 +66,7 @@ async def time_to_up(config: Config) -> float:
 
 async def fleet_idle(config: Config, seconds: float) -> float:
     """The Fleet alone (no UI), its events drained: process CPU over wall time after the settle."""
-    fleet = Fleet(config)
-    events = fleet.subscribe()
-
-    async def drain() -> None:
-        while True:
-            await events.get()
-
-    drainer = asyncio.create_task(drain())
-    await fleet.start()
-    try:
+    async with drained_fleet(config) as fleet:
         await asyncio.sleep(SETTLE)
         up = sum(1 for m in config.machines if len(fleet.models(m.name)) == MODELS_EACH)
         if up != len(config.machines):
@@ -84,14 +75,6 @@ async def fleet_idle(config: Config, seconds: float) -> float:
         c0, w0 = time.process_time(), time.monotonic()
         await asyncio.sleep(seconds)
         return (time.process_time() - c0) / (time.monotonic() - w0)
-    finally:
-        drainer.cancel()
-        await fleet.close()
-
-
-def _load() -> str:
-    one, five, _ = os.getloadavg()
-    return f"load {one:.2f} (5 min {five:.2f})"
 
 
 def main(n: int, seconds: float, fleet_only: bool, runs: int) -> None:
@@ -107,7 +90,7 @@ def main(n: int, seconds: float, fleet_only: bool, runs: int) -> None:
             print(f"fleet of {n} attached routers × {MODELS_EACH} models, the service layer alone (no UI):")
             for _ in range(runs):
                 shares.append(asyncio.run(fleet_idle(config, seconds)))
-                print(f"  idle over {seconds:.0f} s: CPU {shares[-1] * 100:.2f} % of one core ({_load()})")
+                print(f"  idle over {seconds:.0f} s: CPU {shares[-1] * 100:.2f} % of one core ({load_text()})")
             print(f"  median of {runs}: {statistics.median(shares) * 100:.2f} % of one core")
             return
         up = asyncio.run(time_to_up(config))
@@ -118,7 +101,8 @@ def main(n: int, seconds: float, fleet_only: bool, runs: int) -> None:
             shares.append(idle.share)
             shown = {int(x) for x in re.findall(r"\bbox(\d+)\b", idle.screen)}
             print(f"  idle in tmux over {seconds:.0f} s: CPU {idle.share * 100:.2f} % of one core, "
-                  f"RSS {idle.rss_mb:.0f} MB, machines named on screen: {len(shown)} of {n} ({_load()})")  # fmt: skip
+                  f"RSS {idle.rss_mb:.0f} MB, machines named on screen: {len(shown)} of {n} "
+                  f"({load_text()})")  # fmt: skip
         if runs > 1:
             print(f"  median idle of {runs}: {statistics.median(shares) * 100:.2f} % of one core")
     finally:

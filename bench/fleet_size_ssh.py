@@ -30,7 +30,7 @@ from app.config import Config, load_config
 from app.services.core.router_types import RouterState
 from app.services.fleet import Fleet
 from app.services.lifecycle.llama_server_binary import HOW_TO_GET, find_llama_server
-from bench.common import tiny_models, workdir
+from bench.common import drained_fleet, load_text, tiny_models, workdir
 from bench.fleet_size import MODELS_EACH, SETTLE, time_to_up
 from bench.ui_idle_cpu import tmux_idle
 from tests.helpers.herd import Herd
@@ -119,7 +119,7 @@ def main(n: int, seconds: float, runs: int) -> None:
             print(f"  idle in tmux over {seconds:.0f} s: CPU {idle.share * 100:.2f} % of one core, RSS "
                   f"{idle.rss_mb:.0f} MB, machines named on screen: {on_screen} of {n}; ssh sessions opened from "
                   f"start to quit: {opened} ({opened / n:.1f} a machine); far side (sshd, agents, tails) "
-                  f"{far * 100:.2f} % of a core ({_load()})")  # fmt: skip
+                  f"{far * 100:.2f} % of a core ({load_text()})")  # fmt: skip
         if runs > 1:
             print(f"  median idle of {runs}: {statistics.median(shares) * 100:.2f} % of one core")
         idle_sessions(server, config, seconds)
@@ -133,16 +133,7 @@ def idle_sessions(server: SshServer, config: Config, seconds: float) -> None:
     this process, counted over the window after its settle."""
 
     async def run() -> tuple[int, float]:
-        fleet = Fleet(config)
-        events = fleet.subscribe()
-
-        async def drain() -> None:
-            while True:
-                await events.get()
-
-        drainer = asyncio.create_task(drain())
-        await fleet.start()
-        try:
+        async with drained_fleet(config) as fleet:
             t0 = time.monotonic()
             while not all(fleet.view(m.name).router_state is RouterState.RUNNING for m in config.machines):
                 if time.monotonic() - t0 > 60:
@@ -152,18 +143,10 @@ def idle_sessions(server: SshServer, config: Config, seconds: float) -> None:
             s0, c0, w0 = sessions(server), time.process_time(), time.monotonic()
             await asyncio.sleep(seconds)
             return sessions(server) - s0, (time.process_time() - c0) / (time.monotonic() - w0)
-        finally:
-            drainer.cancel()
-            await fleet.close()
 
     opened, share = asyncio.run(run())
     print(f"  idle, the service layer alone (a Fleet, no UI) over {seconds:.0f} s after the start-up: ssh sessions "
-          f"opened {opened}, CPU {share * 100:.2f} % of one core ({_load()})")  # fmt: skip
-
-
-def _load() -> str:
-    one, five, _ = os.getloadavg()
-    return f"load {one:.2f} (5 min {five:.2f})"
+          f"opened {opened}, CPU {share * 100:.2f} % of one core ({load_text()})")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -171,15 +172,11 @@ def dashboard_cpu(router: RouterProc, d: Path, timeout: float = 600.0) -> None:
     print(f"  its downloading row: {shown[:150]}")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--size-mb", type=float, default=1000.0)
-    ap.add_argument("--rate-mb", type=float, default=50.0)
-    a = ap.parse_args()
-    size, rate = int(a.size_mb * 1e6), a.rate_mb * 1e6
-    d = workdir()
+@contextlib.contextmanager
+def router_with_hub(d: Path, size: int, rate: float) -> Iterator[RouterProc]:
+    """A real router whose download child fetches from the hub stand-in, serving a `size`-byte file at `rate` bytes
+    a second from a process of its own (its CPU is not llamaherd's); both stopped on the way out."""
     big_repo(d / "hub", size)
-    # The serving side in a process of its own: its CPU is not llamaherd's.
     hub = subprocess.Popen([sys.executable, "-m", "tests.helpers.hub_standin", str(d / "hub"), str(rate)],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
@@ -192,16 +189,27 @@ def main() -> None:
         env = {"MODEL_ENDPOINT": url, "LLAMA_CACHE": str(d / "cache")}
         router = RouterProc(binary=binary, preset=d / "p.ini", log=d / "r.log", env=env).start()
         try:
-            asyncio.run(follow_pull(router, size, rate))
-            httpx.delete(router.url + "/models", params={"model": NAME}, timeout=60).raise_for_status()
-            if shutil.which("tmux"):
-                dashboard_cpu(router, d)
+            yield router
         finally:
             router.stop()
     finally:
         assert hub.stdin is not None
         hub.stdin.close()
         hub.wait(10)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size-mb", type=float, default=1000.0)
+    ap.add_argument("--rate-mb", type=float, default=50.0)
+    a = ap.parse_args()
+    size, rate = int(a.size_mb * 1e6), a.rate_mb * 1e6
+    d = workdir()
+    with router_with_hub(d, size, rate) as router:
+        asyncio.run(follow_pull(router, size, rate))
+        httpx.delete(router.url + "/models", params={"model": NAME}, timeout=60).raise_for_status()
+        if shutil.which("tmux"):
+            dashboard_cpu(router, d)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import bisect
-import subprocess
-import sys
 import time
 from collections.abc import Collection, Mapping
 from typing import Any
@@ -26,11 +24,10 @@ from typing import Any
 from app.config import Config, MachineConfig
 from app.services.core.router_types import ModelInfo, RouterState
 from app.services.fleet import Fleet
-from app.services.lifecycle.llama_server_binary import HOW_TO_GET, find_llama_server
 from app.services.machine.machine import DOWNLOAD_ROW_EVERY
 from app.ui.app import make_app
 from bench.common import figures, workdir
-from bench.pull_cost import NAME, RawEvents, big_repo
+from bench.pull_cost import NAME, RawEvents, router_with_hub
 from tests.helpers.router import RouterProc
 
 
@@ -92,27 +89,8 @@ def main() -> None:
     ap.add_argument("--size-mb", type=float, default=500.0)
     ap.add_argument("--rate-mb", type=float, default=50.0)
     a = ap.parse_args()
-    d = workdir()
-    big_repo(d / "hub", int(a.size_mb * 1e6))
-    hub = subprocess.Popen([sys.executable, "-m", "tests.helpers.hub_standin", str(d / "hub"), str(a.rate_mb * 1e6)],
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
-    try:
-        assert hub.stdout is not None
-        url = hub.stdout.readline().strip()
-        binary = find_llama_server()
-        if binary is None:
-            raise SystemExit(HOW_TO_GET)
-        (d / "p.ini").write_text("[*]\nctx-size = 256\n")
-        env = {"MODEL_ENDPOINT": url, "LLAMA_CACHE": str(d / "cache")}
-        router = RouterProc(binary=binary, preset=d / "p.ini", log=d / "r.log", env=env).start()
-        try:
-            raw, painted = asyncio.run(follow(router))
-        finally:
-            router.stop()
-    finally:
-        assert hub.stdin is not None
-        hub.stdin.close()
-        hub.wait(10)
+    with router_with_hub(workdir(), int(a.size_mb * 1e6), a.rate_mb * 1e6) as router:
+        raw, painted = asyncio.run(follow(router))
     reach, own = delays(raw, painted)
     print(f"pull of {a.size_mb:.0f} MB at {a.rate_mb:.0f} MB/s: {len(raw)} router progress events, "
           f"{len(painted)} paints of the row (told at most every {DOWNLOAD_ROW_EVERY} s)")  # fmt: skip
