@@ -7,9 +7,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
+from textual.pilot import Pilot
 
 from app.config import Config, MachineConfig
 from app.services.fleet import Fleet
@@ -21,6 +23,7 @@ from app.ui.app import HerdApp, make_app
 from app.ui.dashboard.detail_action import DOCKED_ID
 from app.ui.dashboard.fleet_table import fleet_key
 from app.ui.dashboard.keys import PALETTE
+from app.ui.dashboard.model_table import ModelTable
 from app.ui.palette import HerdCommands
 from app.ui.screens.model_detail import REDACTED, ModelDetail, ModelDetailScreen
 from tests.helpers.herd import Herd
@@ -54,20 +57,26 @@ def child_of(router_pid: int, model: str) -> psutil.Process:
     raise AssertionError(f"no child serving {model}")
 
 
-async def loaded_app(cfg: Config, size: tuple[int, int]) -> tuple[HerdApp, Fleet]:
+async def loaded_app(cfg: Config) -> tuple[HerdApp, Fleet]:
     fleet = Fleet(cfg)
     return make_app(cfg, fleet), fleet
 
 
+async def alpha_selected(app: HerdApp, fleet: Fleet, pilot: Pilot[Any]) -> ModelTable:
+    """The router started, alpha loaded and its row under the cursor of the focused table."""
+    await fleet.start_router("here")
+    assert await fleet.load_and_wait("here", "alpha") is not None
+    table = app.dashboard.model_table
+    await wait_for(lambda: "alpha" in table.rows_now, timeout=15, pilot=pilot)
+    table.show_row("alpha")
+    table.focus()
+    return table
+
+
 async def test_the_pane_shows_a_managed_models_memory_command_line_and_preset(here: Config) -> None:
-    app, fleet = await loaded_app(here, (180, 50))
+    app, fleet = await loaded_app(here)
     async with app.run_test(size=(180, 50)) as pilot:
-        await fleet.start_router("here")
-        assert await fleet.load_and_wait("here", "alpha") is not None
-        table = app.dashboard.model_table
-        await wait_for(lambda: "alpha" in table.rows_now, timeout=15, pilot=pilot)
-        table.show_row("alpha")
-        table.focus()
+        table = await alpha_selected(app, fleet, pilot)
         await pilot.press("i")
         pane = app.dashboard.query_one(f"#{DOCKED_ID}", ModelDetail)
         assert pane.refreshing
@@ -113,14 +122,9 @@ async def test_the_pane_shows_a_managed_models_memory_command_line_and_preset(he
 
 
 async def test_on_a_narrow_screen_the_pane_is_a_screen_and_esc_closes_it(here: Config) -> None:
-    app, fleet = await loaded_app(here, (110, 36))
+    app, fleet = await loaded_app(here)
     async with app.run_test(size=(110, 36)) as pilot:
-        await fleet.start_router("here")
-        assert await fleet.load_and_wait("here", "alpha") is not None
-        table = app.dashboard.model_table
-        await wait_for(lambda: "alpha" in table.rows_now, timeout=15, pilot=pilot)
-        table.show_row("alpha")
-        table.focus()
+        await alpha_selected(app, fleet, pilot)
         await pilot.press("enter")
         await wait_for(lambda: isinstance(app.screen, ModelDetailScreen), pilot=pilot, what="the detail screen")
         screen = app.screen
