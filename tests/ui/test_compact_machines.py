@@ -193,3 +193,4 @@ async def test_an_alias_of_the_config_runs_its_command_and_help_lists_it() -> No
         app.screen.query_one("#help-table").scroll_end(animate=False)  # the aliases come last, after every key
         await wait_for(lambda: ":twelve" in screen_text(app), pilot=pilot, what="the alias in help")
         assert "load m-12" in screen_text(app)
+        assert "keys and 2 aliases: up, down" in " ".join(screen_text(app).replace("│", " ").split())

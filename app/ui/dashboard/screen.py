@@ -53,7 +53,7 @@ from app.ui.dashboard.rm_action import ask_remove
 from app.ui.dashboard.unreachable_notice import UnreachableNotices, unreachable_sentence
 from app.ui.patches.textual_internals import prune_closed_watchers
 from app.ui.screens.confirm import ConfirmScreen
-from app.ui.screens.help import HelpRow, HelpScreen
+from app.ui.screens.help import ALIAS_ROW_ID, HelpRow, HelpScreen
 from app.ui.screens.history import HistoryScreen
 from app.ui.state.herd_state import Changes
 from app.ui.text.format import BAD, BUSY, DIM, OK, is_down
@@ -792,7 +792,7 @@ class DashboardScreen(Screen[None]):
         for p in self.herd.config.plugins:  # the config's own keys: no id to rebind, their key is in [[plugins]]
             rows.append(HelpRow("plugins", self._key_display(p.key.split(",")[0].strip()), "plugin", p.description))
         for name, command in self.herd.config.aliases.items():  # [aliases]: `:NAME` runs the command
-            rows.append(HelpRow("command line", f":{name}", "alias", command))
+            rows.append(HelpRow("command line", f":{name}", ALIAS_ROW_ID, command))
         return rows
 
     def palette_actions(self) -> list[tuple[str, str, str]]:

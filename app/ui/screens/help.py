@@ -26,6 +26,9 @@ class HelpRow:
     description: str
 
 
+ALIAS_ROW_ID = "alias"
+"""The id column of a row that lists an alias of `[aliases]` rather than a key."""
+
 HELP_COLUMNS = (("key", "key"), ("id", "id"), ("does", "description"), ("where", "where"))
 MIN_DOES_WIDTH = 12
 HELP_BOX_WIDTH = 104  # #help-box in app.tcss
@@ -53,11 +56,17 @@ class HelpScreen(ModalScreen[None]):
                     (" under [keymap], e.g. ", DIM),
                     ('load = "ctrl+l"', "bold"),
                     (".  ", DIM),
-                    (f"{len(self.rows)} keys: up, down, PgUp, PgDn scroll", "bold"),
+                    (f"{self._counted()}: up, down, PgUp, PgDn scroll", "bold"),
                     (", esc closes.", DIM),
                 ),
                 id="help-hint",
             )
+
+    def _counted(self) -> str:
+        """What the list holds: keys, and the config's `:` aliases apart (an alias is no key)."""
+        aliases = sum(1 for r in self.rows if r.id == ALIAS_ROW_ID)
+        keys = f"{len(self.rows) - aliases} keys"
+        return f"{keys} and {aliases} alias{'es' if aliases != 1 else ''}" if aliases else keys
 
     def on_mount(self) -> None:
         box = self.query_one("#help-box", Vertical)
