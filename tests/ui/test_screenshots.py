@@ -41,6 +41,11 @@ EXPECTED: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 
+# The module's fixture runs `make screenshots` twice (a demo fleet of three routers each time): on a machine busy with
+# the rest of the suite that took most of the default 120 s.
+pytestmark = pytest.mark.timeout(600)
+
+
 def svg_text(svg: str) -> str:
     """The characters on screen, in order (lines run together; Textual writes a space as &#160;)."""
     body = svg.split("</style>")[-1]
@@ -50,7 +55,7 @@ def svg_text(svg: str) -> str:
 def run(out: Path, root: Path) -> None:
     r = subprocess.run(
         [sys.executable, "-m", "scripts.screenshots", str(out), "--root", str(root)],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
+        cwd=REPO, capture_output=True, text=True, timeout=240,
     )  # fmt: skip
     assert r.returncode == 0, f"the screenshot command failed:\n{r.stdout}\n{r.stderr}"
     assert sorted(r.stdout.split()) == sorted(str(out / name) for name in FILES)
