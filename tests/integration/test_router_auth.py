@@ -103,16 +103,6 @@ def assert_private_state(state_dir: Path, router: str) -> None:
 # ---- local ----
 
 
-@pytest.fixture
-def herd(tmp_path: Path, tiny_models: dict[str, Path], llama_server: str) -> Iterator[Herd]:
-    preset = tmp_path / "models.ini"
-    preset.write_text(preset_text(dict(tiny_models)))
-    h = Herd(root=tmp_path, config=tmp_path / "config.toml", extra_env={"LLAMA_SERVER": llama_server})
-    h.write_config(local_config("here", preset))
-    yield h
-    h.stop_all()
-
-
 def test_another_user_gets_401_from_router_and_child_and_the_key_leaks_nowhere(herd: Herd, other_user: str) -> None:
     outputs: list[str] = []
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -13,8 +12,8 @@ import pytest
 
 from app.cli.status_schema import STATUS_KEYS
 from app.services.machine.model_memory import ATTACHED
-from tests.helpers.herd import Herd, local_config
-from tests.helpers.router import RouterProc, preset_text
+from tests.helpers.herd import Herd
+from tests.helpers.router import RouterProc
 from tests.integration.test_cli_router import herd
 
 
@@ -53,14 +52,9 @@ def test_every_key_for_every_machine_with_the_models(router: RouterProc, tmp_pat
 
 
 @pytest.fixture
-def herd_here(tmp_path: Path, tiny_models: dict[str, Path], llama_server: str) -> Iterator[Herd]:
+def herd_here(herd: Herd) -> Herd:
     """The conftest's `herd` (a machine "here" llamaherd manages), under another name: `herd` is a function here."""
-    preset = tmp_path / "models.ini"
-    preset.write_text(preset_text(dict(tiny_models)))
-    h = Herd(root=tmp_path, config=tmp_path / "config.toml", extra_env={"LLAMA_SERVER": llama_server})
-    h.write_config(local_config("here", preset))
-    yield h
-    h.stop_all()
+    return herd
 
 
 def test_each_loaded_models_memory(herd_here: Herd, router: RouterProc, tmp_path: Path) -> None:
