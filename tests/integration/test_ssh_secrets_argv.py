@@ -2,7 +2,7 @@
 and the key the start's one-request preparation writes), the record, and a preset's text (which may hold an
 `hf-token`). `ps` on the serving machine shows every argument to every user there, for as long as the command
 runs, so each is looked for in every command line seen on this machine (the far side is this machine) while a
-start, a preset edit, a stop and a second start run."""
+start, a preset edit, a stop, a second start, an ask, a probe and a status run."""
 
 from __future__ import annotations
 
@@ -64,11 +64,24 @@ def test_no_secret_is_an_argument_over_ssh(far: Herd, sshd: SshServer) -> None:
         assert r.returncode == 0, r.stderr
         r = far.run("start", "far")
         assert r.returncode == 0, r.stderr
+        # the headless commands that reach the router through the tunnel with its key: an ask that loads first, a
+        # probe, the status
+        r = far.run("ask", "far", "alpha", "hi", "--load", "--max-tokens", "2")
+        assert r.returncode == 0, r.stderr
+        for command in (["probe", "far"], ["status", "--json"]):
+            r = far.run(*command)
+            assert r.returncode == 0, r.stderr
     # the watch saw the remote side at work (the far side's shells), so an empty result means something
     assert any("llamaherd-agent" in cmd or "base64 -d" in cmd for cmd in seen), sorted(seen)[:20]
     assert any("--models-preset" in cmd for cmd in seen)
-    holding = sorted(cmd[:200] for cmd in seen if any(s in cmd for s in secrets))
-    assert holding == []
+    holding = sorted(cmd for cmd in seen if any(s in cmd for s in secrets))
+    # Upstream, not ours: the router starts each model's process with that model's preset options as arguments, so
+    # a preset's hf-token is in `ps` for as long as the model runs (llamaherd's own `hub_token_env` goes by the
+    # environment instead). Pinned here, so that a llama-server that stops doing it is noticed.
+    by_the_router = [cmd for cmd in holding if "--alias alpha" in cmd and f"--hf-token {PRESET_SECRET}" in cmd]
+    assert by_the_router, [cmd[:300] for cmd in holding]
+    assert [cmd[:300] for cmd in holding if cmd not in by_the_router] == []
+    assert not any(KEY in cmd or any(p in cmd for p in b64_pieces(KEY.encode())) for cmd in seen)
     assert f"hf-token = {PRESET_SECRET}" in (far.root / "remote models.ini").read_text()
     # and the key did reach its file on the far side, which is what the router reads
     key_files = [f for f in (sshd.workdir / "remote-state").rglob("api.key") if f"t-{far.root.name}" in str(f)]
