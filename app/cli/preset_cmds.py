@@ -15,6 +15,7 @@ from app.services.core.textsafe import visible, visible_lines
 from app.services.files import scan as model_files
 from app.services.files.discovery import DiscoveredModel, classify
 from app.services.machine.machine import Machine
+from app.services.presets.secret_keys import exposed_by_argv
 from app.services.presets.store import Edit, PresetStore, add_section, remove_section, set_keys, unset_keys
 
 
@@ -111,6 +112,8 @@ async def cmd_show(ctx: CliContext, args: argparse.Namespace) -> int:
 
 async def cmd_set(ctx: CliContext, args: argparse.Namespace) -> int:
     values = parse_assignments(args.assignments)
+    for warning in exposed_by_argv(values):
+        err(f"warning: {warning}")
     async with ctx.machine(args.machine) as m:
         _look_early(m, help_too=True)
         await m.transport.connect()

@@ -28,7 +28,7 @@ from app.ui.screens.confirm import ConfirmScreen
 from app.ui.screens.preset_form import PresetForm
 from tests.helpers.herd import Herd
 from tests.helpers.router import preset_text
-from tests.helpers.screen import screen_text
+from tests.helpers.screen import record_notifications, screen_text
 from tests.helpers.wait import wait_for
 
 SIZE = (100, 40)
@@ -255,6 +255,20 @@ async def test_free_rows_add_check_against_the_servers_options_and_remove(here: 
             assert "Nothing changed" in screen_text(host)
             assert form.mode == "form"
         assert preset.read_bytes() == before
+
+
+async def test_an_hf_token_in_a_free_row_is_written_with_a_warning(here: tuple[Fleet, Path]) -> None:
+    """The router puts a preset's hf-token on the model's command line (test_ssh_secrets_argv.py): said at once."""
+    fleet, _ = here
+    async with running(fleet):
+        host = FormHost(fleet, "alpha")
+        async with host.run_test(size=SIZE) as pilot:
+            form = await opened(host, pilot)
+            said = record_notifications(host)
+            await pilot.press("ctrl+n", *"hf-token", "tab", *"hf_abc", "ctrl+s")
+            await wait_for(lambda: form.mode == "review", pilot=pilot)
+            assert "+hf-token = hf_abc" in screen_text(host)
+            assert [m for _, _, m in said if "hf-token: the router passes it" in m and "hub_token_env" in m]
 
 
 async def test_a_file_changed_on_disk_is_refused_with_the_diff_and_the_form_reloads(

@@ -23,6 +23,7 @@ from app.services.core.errors import HerdError, PresetError
 from app.services.core.textsafe import visible
 from app.services.presets.fields import FIELDS_BY_KEY, PresetField, validate_value
 from app.services.presets.ini_text import GLOBAL_SECTION, router_name
+from app.services.presets.secret_keys import exposed_by_argv
 from app.services.presets.sections import apply_form, read_form
 from app.services.presets.store import Edit, PresetConflict, PresetPlan, PresetResult, PresetSnapshot
 from app.ui.screens.confirm import ConfirmScreen
@@ -306,6 +307,10 @@ class PresetForm(ModalScreen[PresetResult | None]):
             self._refuse(str(e), self._widget_for(e))
             return
         self.show_error("")
+        # A secret the router would put on the model's command line: written as asked, but said (secret_keys.py).
+        changed = [k for k, v in mapping.items() if v and v != self.current_keys.get(k)]
+        for warning in exposed_by_argv(changed):
+            self.app.notify(visible(warning), title="preset", severity="warning", timeout=12, markup=False)
         self.make_plan(edit)
 
     @work(exclusive=True, group=GROUP, exit_on_error=False)  # a failure is a message, not a crash
