@@ -3,8 +3,7 @@ one of them, and below the UI, whose command line (ui/dashboard/command_line.py)
 
 from __future__ import annotations
 
-MODEL_VERBS = ("load", "unload", "ask", "pull")
-"""Verbs whose first word is a model (or, for pull, a hub repo): `VERB NAME [on MACHINE...]`."""
+# Every other verb (load, unload, ask, pull) takes a model, or for pull a hub repo: `VERB NAME [on MACHINE...]`.
 MACHINE_VERBS = ("start", "stop", "retry", "machine")
 """Verbs that take machines only: `VERB [MACHINE...]` (machine: exactly one)."""
 BARE_VERBS = ("fleet", "history", "compact", "help")

@@ -29,6 +29,7 @@ def parse_aliases(raw: Any, where_of: Callable[[str | None], str]) -> dict[str, 
     if len(raw) > MAX_ALIASES:
         raise ConfigError(f"{where_of(None)}: [aliases] holds {len(raw)} aliases; at most {MAX_ALIASES}")
     out: dict[str, str] = {}
+    lowered: dict[str, str] = {}  # aliases are typed in either case: name.lower() -> name
     for name, command in raw.items():
         where = where_of(name)
         if not ALIAS_NAME.fullmatch(name):
@@ -42,20 +43,18 @@ def parse_aliases(raw: Any, where_of: Callable[[str | None], str]) -> dict[str, 
             raise ConfigError(f'{where}: key {name!r} in [aliases] must be a command, e.g. "machine gpu-b"')
         if len(command) > MAX_ALIAS_COMMAND:
             raise ConfigError(f"{where}: key {name!r} in [aliases] is longer than {MAX_ALIAS_COMMAND} characters")
-        if any(ord(c) < 32 or ord(c) == 127 for c in command):
+        if not command.isprintable():  # as every other string of the config
             raise ConfigError(f"{where}: key {name!r} in [aliases] holds a control character (a newline or a tab?)")
         first = command.split()[0]
         found = verbs_begun_by(first)
         if len(found) != 1:
             why = f"could be {', '.join(found)}" if found else f"is no command (commands: {', '.join(VERBS)})"
             raise ConfigError(f"{where}: key {name!r} in [aliases] begins with {first!r}, which {why}")
-        out[name] = " ".join(command.split())
-    lowered: dict[str, str] = {}
-    for name in out:
         if name.lower() in lowered:
             raise ConfigError(
-                f"{where_of(name)}: key {name!r} in [aliases] differs from {lowered[name.lower()]!r} only in case "
+                f"{where}: key {name!r} in [aliases] differs from {lowered[name.lower()]!r} only in case "
                 "(aliases are typed in either case)"
             )
         lowered[name.lower()] = name
+        out[name] = " ".join(command.split())
     return out
