@@ -25,9 +25,19 @@ exit 0
 TREE_SCRIPT = "getconf PAGESIZE 2>/dev/null || echo 4096; cat /proc/[0-9]*/stat 2>/dev/null; exit 0"
 PORTS_SCRIPT = "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; exit 0"
 ENV_SCRIPT = 'printf "%s\\n%s" "$HOME" "${XDG_STATE_HOME-}"'
-READ_SCRIPT = f'[ -e "$1" ] || exit {MISSING}; exec cat -- "$1"'
-HEAD_SCRIPT = f'[ -e "$2" ] || exit {MISSING}; exec head -c "$1" -- "$2"'
-STAT_SCRIPT = f'[ -e "$1" ] || exit {MISSING}; exec find -L "$1" -maxdepth 0 -printf "%s %T@ %m\\n"'
+
+
+def _on_file(param: str, command: str) -> str:
+    """`command` on the file named by positional parameter `param`, exiting MISSING when there is none. A file may
+    go between the test and the command (a lock directory its holder removes, a record removed): a command that
+    fails on a path gone by then says "missing" too, not an error."""
+    gone = f'[ -e "{param}" ] || exit {MISSING}'
+    return f"{gone}; {command} && exit 0; {gone}; exit 1"
+
+
+READ_SCRIPT = _on_file("$1", 'cat -- "$1"')
+HEAD_SCRIPT = _on_file("$2", 'head -c "$1" -- "$2"')
+STAT_SCRIPT = _on_file("$1", 'find -L "$1" -maxdepth 0 -printf "%s %T@ %m\\n"')
 RENAME_SCRIPT = f'[ -e "$1" ] || [ -L "$1" ] || exit {MISSING}; exec mv -f -- "$1" "$2"'
 # The base64 write (small files through the remote shell, and where the server has no SFTP): $1 the path, $2 its
 # mode; the data as base64 on stdin, never as an argument (`ps` shows arguments to every user of that machine) and
