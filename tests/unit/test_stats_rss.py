@@ -1,5 +1,6 @@
-"""The router's process-tree RSS rides on every stats round but is measured only every RSS_EVERY_ROUNDS-th (each
-measure walks the process table locally, is an agent request over ssh), and at once for a new router. Rounds are
+"""The router's process-tree RSS rides on every stats round but is measured only every RSS_EVERY_ROUNDS-th round of
+the one schedule (each measure walks the process table locally, is an agent request over ssh; machines on one host
+share it), and at once for a new router. Rounds are
 stepped, no sleeping; the transport is the real local one, counted."""
 
 from __future__ import annotations
@@ -45,13 +46,14 @@ async def test_rss_is_measured_every_few_rounds_and_sent_with_each(monkeypatch: 
         await asyncio.sleep(0)
 
     monkeypatch.setattr(machine_mod, "next_round", stepped)
+    monkeypatch.setattr(machine_mod, "round_number", lambda every: len(rounds))
     m.view = dataclasses.replace(m.view, pid=me, router_state=RouterState.RUNNING)
     with pytest.raises(asyncio.CancelledError):
         await m._follow_stats()
     sent = [ev for ev in events if isinstance(ev, HostStatsChanged)]
     assert len(sent) == total
     assert all(ev.router_rss is not None and ev.router_rss > 0 for ev in sent)  # every round carries a figure
-    # Rounds 0 and 5 for the first pid, then the new one at once (round 7) and 5 rounds later (12).
+    # Rounds 0 and 5 for the first pid, then the new one at once (round 7) and at the schedule's next (10).
     assert transport.measured == [me, me, parent, parent]
     m.view = dataclasses.replace(m.view, router_state=RouterState.STOPPED)
     events.clear()

@@ -50,7 +50,7 @@ from app.services.lifecycle.manager import RouterManager, RouterRecord, RouterSt
 from app.services.logs.parse import LogAttributor
 from app.services.logs.scrollback import Scrollback
 from app.services.logs.window import LogWindow
-from app.services.machine.stats_rounds import next_round
+from app.services.machine.stats_rounds import next_round, round_number
 from app.services.router.client import RouterClient
 from app.services.router.event_stream import router_events
 from app.services.router.model_fold import first_sight, fold_list, fold_router_gone, fold_status
@@ -399,16 +399,17 @@ class Machine:
     async def _follow_stats(self) -> None:
         rss: int | None = None
         rss_of: int | None = None  # the pid `rss` was measured for
-        rss_age = 0  # rounds since it was
         while True:
             try:
                 stats = await self.transport.host_stats()
                 pid = self.view.pid if self.view.router_state is RouterState.RUNNING else None
-                rss_age += 1
+                # The same rounds for every machine (by the clock, not by a count of its own), so that entries
+                # naming one host read its process table once (hosts/shared_reads.py).
+                rss_round = round_number(STATS_EVERY) % RSS_EVERY_ROUNDS == 0
                 if pid is None:
                     rss, rss_of = None, None
-                elif pid != rss_of or rss_age >= RSS_EVERY_ROUNDS:
-                    rss, rss_of, rss_age = await self.transport.process_tree_rss(pid), pid, 0
+                elif pid != rss_of or rss_round:
+                    rss, rss_of = await self.transport.process_tree_rss(pid), pid
                 self.emit(HostStatsChanged(self.name, stats, rss))
             except asyncio.CancelledError:
                 raise

@@ -17,3 +17,8 @@ async def next_round(every: float) -> None:
 def round_after(now: float, every: float) -> float:
     """The first multiple of `every` after `now`: the same for every machine whenever its last round ended."""
     return (math.floor(now / every) + 1) * every
+
+
+def round_number(every: float) -> int:
+    """Which round of the one schedule it is now: the same number for every machine in the same round."""
+    return round(asyncio.get_running_loop().time() / every)

@@ -29,6 +29,7 @@ from app.services.core.host_types import FileInfo, HostStats, RunResult
 from app.services.core.waits import within
 from app.services.hosts import proc_probes
 from app.services.hosts.process_start import ProcStart
+from app.services.hosts.shared_reads import SharedReads
 from app.services.hosts.shell_scripts import (
     ARGV_LIMIT,
     ARGV_SCRIPT,
@@ -61,6 +62,11 @@ from app.services.ssh.sftp_write import sftp_write
 MAX_COMMANDS = 6
 # Files up to this much base64 are written by the agent (one here-document line: its shell reads it byte by byte).
 AGENT_WRITE_LIMIT = 32 * 1024
+# Host figures and the process table, read once a round per host for all the entries that name it
+# (hosts/shared_reads.py): rounds are 2 s apart and wake together, so a read is fresh for 1 s; an entry waits at
+# most 1 s on another's read before reading through its own link.
+HOST_PROBES: SharedReads[proc_probes.HostProbe] = SharedReads(fresh=1.0, wait=1.0)
+PROCESS_TABLES: SharedReads[tuple[int, list[proc_probes.PidStat]]] = SharedReads(fresh=1.0, wait=1.0)
 
 
 def _bytes(out: bytes | str | None) -> bytes:
@@ -259,13 +265,17 @@ class SshTransport(Transport):
         return res.ok
 
     async def process_tree_rss(self, pid: int) -> int | None:
+        page, stats = await PROCESS_TABLES.take(self.host_key, self._read_process_table)
+        return proc_probes.tree_rss(stats, int(pid), page)
+
+    async def _read_process_table(self) -> tuple[int, list[proc_probes.PidStat]]:
         res = await self._sh(TREE_SCRIPT, what="process list")
         first, _, rest = res.stdout.decode(errors="replace").partition("\n")
         try:
             page = int(first.strip())
         except ValueError:
             page = 4096
-        return proc_probes.tree_rss(proc_probes.parse_pid_stats(rest), int(pid), page)
+        return page, proc_probes.parse_pid_stats(rest)
 
     # ---- files ----
 
@@ -434,11 +444,20 @@ class SshTransport(Transport):
                 yield chunk
 
     async def host_stats(self) -> HostStats:
-        res = await self._sh(proc_probes.HOST_STATS_SCRIPT, what="host stats")
-        try:
-            p = proc_probes.parse_host_probe(res.stdout.decode(errors="replace"))
-        except ValueError as e:
-            raise TransportError(f"{self.name}: unexpected host stats: {e}") from None
+        p = await HOST_PROBES.take(self.host_key, self._read_host)
+        # Against this entry's own previous sample, whichever entry of this host read this one.
         cpu = proc_probes.cpu_percent(self._prev_cpu, p.cpu)
         self._prev_cpu = p.cpu
         return HostStats(cpu_pct=cpu, mem_used=p.mem_used, mem_total=p.mem_total, load_avg=p.load_avg, gpus=p.gpus)
+
+    async def _read_host(self) -> proc_probes.HostProbe:
+        res = await self._sh(proc_probes.HOST_STATS_SCRIPT, what="host stats")
+        try:
+            return proc_probes.parse_host_probe(res.stdout.decode(errors="replace"))
+        except ValueError as e:
+            raise TransportError(f"{self.name}: unexpected host stats: {e}") from None
+
+    @property
+    def host_key(self) -> tuple[str, int | None]:
+        """The host this entry reaches, as named: the entries that name the same host and port share its reads."""
+        return self.target.host.lower(), self.target.port
