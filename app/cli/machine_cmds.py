@@ -252,6 +252,9 @@ async def cmd_start(ctx: CliContext, args: argparse.Namespace) -> int:
         took = time.monotonic() - t0
         if started:
             await note_router(m.cfg, "absent", "running", f"pid {rec.pid}", "start")
+    if not m.cfg.is_local:  # the next status opens its channels to the router at once (cli/port_memo.py)
+        with contextlib.suppress(HerdError):
+            remember({router_scope(m.cfg): rec.port})
     verb = f"started in {took:.1f} s" if started else "already running (adopted)"
     where = f"pid {rec.pid}, port {rec.port} on 127.0.0.1, preset {rec.preset}, log {rec.log}"
     print(visible(f"{m.name}: router {verb}: {where}"))

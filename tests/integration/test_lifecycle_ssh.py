@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -53,6 +54,9 @@ def test_start_over_ssh_tunnel_load_unload_and_adopt(remote: Herd, any_sshd: Ssh
     assert r.returncode == 0, r.stderr
     pid = int(r.stdout.split("pid ")[1].split(",")[0])
     proc = psutil.Process(pid)
+    # the port remembered, so that the next status opens its channels to the router at once (cli/port_memo.py)
+    port = int(r.stdout.split("port ")[1].split(" ")[0])
+    assert list(json.loads((remote.state_home / "llamaherd" / "router_ports.json").read_text()).values()) == [port]
     listening = {c.laddr for c in proc.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN}
     assert listening and all(a.ip == "127.0.0.1" for a in listening)
     assert "remote models.ini" in " ".join(proc.cmdline())
