@@ -1,6 +1,7 @@
-"""The port each managed router over ssh last had, kept here (0600) by `status` and `start`, so that the next `status` opens its
-two channels to the router while it waits for the far side's first answer, not after it: at 300 ms a round trip
-less. A wrong guess (the router restarted on another port) costs two channels that are closed unused."""
+"""The port each managed router over ssh last had, kept here (0600) by `status` and `start`, so that the next
+`status` opens its two channels to the router while it waits for the far side's first answer, not after it: at
+300 ms a round trip less. A wrong guess (the router restarted on another port) costs two channels that are closed
+unused."""
 
 from __future__ import annotations
 
