@@ -35,7 +35,12 @@ from app.ui.dashboard.screen import DashboardScreen
 from app.ui.live import LiveFeed
 from app.ui.palette import HerdCommands
 from app.ui.patches.rich_internals import measure_ascii_uncached
-from app.ui.patches.textual_internals import drop_notification, keep_no_dead_styles_caches, live_notifications
+from app.ui.patches.textual_internals import (
+    draw_only_what_changed,
+    drop_notification,
+    keep_no_dead_styles_caches,
+    live_notifications,
+)
 from app.ui.patches.toast_bound import MAX_TOASTS, drop_oldest
 from app.ui.state.fleet_protocol import FleetApi
 from app.ui.state.herd_state import HerdState
@@ -247,6 +252,7 @@ def make_app(
     `config_path` is where the config file is or would go (default: `config.path`), said on the first run.
     """
     keep_no_dead_styles_caches()
+    draw_only_what_changed()
     measure_ascii_uncached()
     return HerdApp(
         config, fleet, frozen_time=frozen_time, ascii_mode=ascii_mode, config_path=config_path, history=history,

@@ -15,6 +15,7 @@ works around (then retire that bound).
   each bindings update, and for a public way to update a FooterKey).
 - A scroll view's extent set without a layout pass of the whole screen (widgets/scroll_extent.py): its private
   `_scroll_update` tells the scrollbars. No upstream issue found.
+- A partial update drawn only where it changed: `Compositor._get_renders` (see below).
 """
 
 from __future__ import annotations
@@ -23,15 +24,17 @@ import contextlib
 from functools import lru_cache
 from typing import Any
 
+from textual._compositor import Compositor
 from textual._styles_cache import StylesCache
 from textual._xterm_parser import XTermParser
 from textual.app import App, ScreenStackError
 from textual.color import Color
 from textual.css.query import NoMatches
 from textual.dom import DOMNode
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.notifications import Notification, Notifications
 from textual.scroll_view import ScrollView
+from textual.strip import Strip
 from textual.style import Style
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
@@ -125,6 +128,41 @@ def set_key_disabled(key: FooterKey, disabled: bool) -> None:
 def update_scrollbars(view: ScrollView, size: Size) -> None:
     """Tell `view`'s scrollbars its new virtual size, which `set_reactive` set without the layout its watcher does."""
     view._scroll_update(size)
+
+
+# A partial update drawn only where it changed (no upstream issue found: searched Textual's issues for
+# _get_renders, partial update and render_lines of the whole widget).
+#
+# For a partial update Textual's compositor asks every widget whose *container's* clip overlaps the changed region
+# for all the lines of the widget, and then keeps only the changed lines. One changed row of the model table (a
+# download's progress, twice a second) drew every widget of the dashboard in full: the log panel's 19 lines, the
+# machines pane's 29, the screen's 50 (bench/pull_cost.py; 100 row updates in App.run_test: every one of 10 widgets
+# was asked for its whole height). Here a widget that does not overlap the changed region is not asked, and one that
+# does is asked for the changed rows only, across its whole visible width: the compositor cuts each line at the
+# widgets' edges, so a line of a widget is drawn whole, as before, and the lines drawn are the lines kept.
+
+TEXTUAL_GET_RENDERS: Any = Compositor.__dict__.get("_get_renders")
+"""Textual's own method, kept for the test that compares the two."""
+
+
+def _get_renders(self: Compositor, crop: Region | None = None) -> Any:
+    if not crop:
+        yield from TEXTUAL_GET_RENDERS(self, crop)
+        return
+    rows = Region(0, crop.y, self.size.width, crop.height)
+    intersection = Region.intersection
+    for widget, (region, clip) in self.visible_widgets.items():
+        shown = intersection(region, clip)
+        if not crop.overlaps(shown):
+            continue
+        x, y, width, height = intersection(shown, rows)
+        lines: list[Strip] = widget.render_lines(Region(x - region.x, y - region.y, width, height))
+        yield region, intersection(clip, rows), lines
+
+
+def draw_only_what_changed() -> None:
+    """Partial updates ask the widgets for the changed rows only (idempotent)."""
+    Compositor._get_renders = _get_renders  # type: ignore[method-assign]
 
 
 # The xterm input parser of Textual's own drivers (private), for app/web/session_driver.py: a browser tab's keys
