@@ -6,6 +6,7 @@ what the patch replaces, or changes what a partial update writes."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -51,7 +52,7 @@ class Panes(App[None]):
         yield Lines("below")
 
 
-def _update(app: Panes, renders: object) -> tuple[str, Counter[str]]:
+def _update(app: Panes, renders: Any) -> tuple[str, Counter[str]]:
     """What a partial update of one changed line of `top` writes, drawn with `renders`."""
     compositor = app.screen._compositor
     top = app.query_one("#top", Lines)
