@@ -355,10 +355,15 @@ def _decoded(status: int, body: bytes, name: str, method: str, path: str) -> Any
 
 def refusal(resp: httpx.Response, body: str, method: str, path: str) -> RouterRefused:
     """The router's 4xx/5xx answer (`body`, its head) as a typed failure."""
+    return refused(resp.status_code, body, method, path)
+
+
+def refused(status: int, body: str, method: str, path: str) -> RouterRefused:
+    """A 4xx/5xx answer with this status and body (its head) as a typed failure."""
     msg = error_message(body)
-    if resp.status_code == 401:
+    if status == 401:
         return AuthRefused(401, f"API key refused ({msg})", method, path)
-    return RouterRefused(resp.status_code, msg, method, path)
+    return RouterRefused(status, msg, method, path)
 
 
 def transport_reason(e: BaseException) -> str:

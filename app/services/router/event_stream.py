@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 
 import httpx
 
 from app.services.core.backoff import Backoff
 from app.services.core.bounded import read_head, sse_payloads
+from app.services.core.connect_cause import connect_failure
 from app.services.core.errors import BadAnswer, RouterNotAnswering, RouterRefused, RouterUnreachable
 from app.services.core.router_types import (
     ModelInfo,
@@ -24,8 +25,9 @@ from app.services.core.router_types import (
     StreamStateEvent,
 )
 from app.services.core.waits import within
-from app.services.router.client import RouterClient, refusal, transport_reason
+from app.services.router.client import RouterClient, refusal, refused, transport_reason
 from app.services.router.health_beat import HEALTH_EVERY, answers, beat
+from app.services.router.http1 import open_stream
 from app.services.router.parse import parse_event
 
 # Liveness: the stream has no keep-alives, so after HEALTH_EVERY of silence /health is asked (router/health_beat.py;
@@ -33,6 +35,7 @@ from app.services.router.parse import parse_event
 # and says nothing).
 # A stream that sends no headers within this is reported, not waited on forever.
 HEADERS_TIMEOUT = 4.0
+SSE_PATH = "/models/sse"
 
 
 # The SSE stream has no keep-alives, so silence is normal; the full list is re-read this often while idle.
@@ -94,15 +97,11 @@ async def _sse_session(
 ) -> AsyncGenerator[RouterEvent, None]:
     # Bounded: a router flooding events waits for us instead of filling memory.
     queue: asyncio.Queue[str | BaseException | _Wake | None] = asyncio.Queue(maxsize=256)
-    cm, resp = await client.open_stream("/models/sse", HEADERS_TIMEOUT)
+    body, close = await _open_events(client)
     reader: asyncio.Task[None] | None = None
     watch = None
     try:
-        if resp.status_code == 404:
-            raise _NoSse()
-        if resp.status_code >= 400:
-            raise refusal(resp, await read_head(resp), "GET", "/models/sse")
-        reader = asyncio.create_task(_read_sse(resp, queue, f"{client.name}: GET /models/sse"))
+        reader = asyncio.create_task(_read_sse(body, queue, f"{client.name}: GET {SSE_PATH}"))
         # The list is read after the stream is open, so no change can fall between the two.
         models = await _watched_models(client)
         yield StreamStateEvent(model="", state=StreamState.CONNECTED)
@@ -163,8 +162,46 @@ async def _sse_session(
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await reader
+        await close()
+
+
+async def _open_events(client: RouterClient) -> tuple[AsyncIterator[bytes], Callable[[], Awaitable[None]]]:
+    """The event stream's body as it comes, and how to close it; _NoSse where the router has none, the router's
+    refusal for any other 4xx/5xx. A plain `http://host:port` router (every one llamaherd reaches) is read on
+    asyncio streams (router/http1.py: httpx's layers were most of a pull's stream-reading CPU), any other URL
+    through httpx."""
+    where = f"{client.name}: GET {SSE_PATH}"
+    address = client.plain_address
+    if address is not None:
+        stream = await open_stream(*address, SSE_PATH, client.headers, client.bound(HEADERS_TIMEOUT), where)
+
+        async def close_stream() -> None:
+            stream.close()
+
+        try:
+            if stream.status == 404:
+                raise _NoSse()
+            if stream.status >= 400:
+                raise refused(stream.status, await stream.error_text(client.bound(HEADERS_TIMEOUT)), "GET", SSE_PATH)
+        except BaseException:
+            stream.close()
+            raise
+        return stream.pieces(), close_stream
+    cm, resp = await client.open_stream(SSE_PATH, HEADERS_TIMEOUT)
+
+    async def close_httpx() -> None:
         with contextlib.suppress(Exception):
             await cm.__aexit__(None, None, None)
+
+    try:
+        if resp.status_code == 404:
+            raise _NoSse()
+        if resp.status_code >= 400:
+            raise refusal(resp, await read_head(resp), "GET", SSE_PATH)
+    except BaseException:
+        await close_httpx()
+        raise
+    return resp.aiter_bytes(), close_httpx
 
 
 async def _watched_models(client: RouterClient) -> list[ModelInfo]:
@@ -215,13 +252,17 @@ class _Wake:
 _WAKE = _Wake()
 
 
-async def _read_sse(resp: httpx.Response, queue: asyncio.Queue[str | BaseException | _Wake | None], what: str) -> None:
+async def _read_sse(
+    body: AsyncIterator[bytes], queue: asyncio.Queue[str | BaseException | _Wake | None], what: str
+) -> None:
     """Collect `data:` lines into events; a blank line ends one (several data lines join with \\n)."""
     try:
-        async for payload in sse_payloads(resp.aiter_bytes(), what):
+        async for payload in sse_payloads(body, what):
             await queue.put(payload)
         await queue.put(None)
     except (httpx.TransportError, httpx.StreamError) as e:
         await queue.put(RouterUnreachable(f"event stream lost: {transport_reason(e)}"))
+    except (OSError, asyncio.IncompleteReadError) as e:  # the plain path's (router/http1.py)
+        await queue.put(RouterUnreachable(f"event stream lost: {connect_failure(e)}"))
     except BadAnswer as e:
         await queue.put(e)

@@ -1,7 +1,8 @@
 """Plain HTTP/1.1 GETs on asyncio streams, for the hot paths httpx was too dear for: `plain_get`, one GET per fresh
-connection (the activity poll's /metrics, the event stream's /models re-read), and `KeptGet`, GETs asked again and
+connection (the activity poll's /metrics, the event stream's /models re-read), `KeptGet`, GETs asked again and
 again on one kept connection (the router's /health where the event stream asks it beside a long list read; its
-checks in the stream's silences go through router/health_beat.py, on connections of its own).
+checks in the stream's silences go through router/health_beat.py, on connections of its own), and `open_stream`,
+a GET whose body is read as it comes (the event stream, /models/sse).
 
 Why not httpx: the poll asks every loaded model every 2 s (20 models: 10 requests a second), the router closes the
 connection after every proxied answer (`Connection: close`, so nothing is saved by keeping one), and httpx spent
@@ -18,6 +19,9 @@ CPU of this process per request (wall in brackets): kept /health, here 79 µs (1
 (1.44 ms), httpx 2,031 µs (2.94 ms). A run under more load, the same order (CPU, here / h11 / httpx): 75 / 165 /
 888 µs and 686 / 955 / 2,677 µs. (httpx there is a bare AsyncClient.get.)
 
+The event stream: a pull sends ~7 progress events a second, and reading them through httpx's layers was the largest
+single part of the dashboard's CPU during a pull after the compositor (py-spy on the real app, bench/pull_cost.py).
+
 Every answer is hostile input: the whole exchange is bounded in time, the head, each chunk-size line and the body
 in size, and anything malformed is a BadAnswer.
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 
 from app.services.core.bounded import MAX_ERROR_BYTES, mib
 from app.services.core.connect_cause import connect_failure
@@ -34,6 +39,7 @@ from app.services.router.parse import error_message
 
 MAX_HEAD = 16 * 1024  # status line and headers
 MAX_CHUNK_LINE = 64  # "1a2b;ext\r\n"
+STREAM_PIECE = 64 * 1024  # a streamed body is handed on in pieces of at most this, whatever a chunk's size says
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 
 
@@ -129,6 +135,87 @@ class KeptGet:
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
 
+class PlainStream:
+    """A streamed GET's answer: its status and fields, its body as it comes (`pieces`), `close` when done."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, status: int, fields: dict[str, str], what: str
+    ) -> None:
+        self._reader, self._writer = reader, writer
+        self.status, self.fields, self.what = status, fields, what
+
+    def close(self) -> None:
+        self._writer.close()
+
+    async def error_text(self, timeout: float) -> str:
+        """The body of a 4xx/5xx answer, its first MAX_ERROR_BYTES, read within `timeout` ("" when it is not)."""
+        with contextlib.suppress(TimeoutError, OSError, asyncio.IncompleteReadError, BadAnswer):
+            async with asyncio.timeout(timeout):
+                body = await _read_body(self._reader, self.fields, MAX_ERROR_BYTES, self.what, cut=True)
+                return body.decode("utf-8", errors="replace")
+        return ""
+
+    async def pieces(self) -> AsyncIterator[bytes]:
+        """The body as it arrives, de-chunked, in pieces of at most STREAM_PIECE bytes; ends with the body. A
+        connection lost midway raises OSError or IncompleteReadError, a malformed chunk BadAnswer."""
+        reader, what = self._reader, self.what
+        if "chunked" not in self.fields.get("transfer-encoding", "").lower():
+            declared = self.fields.get("content-length", "")
+            left = int(declared) if declared.isdigit() else None  # None: until the connection closes
+            while left is None or left > 0:
+                data = await reader.read(STREAM_PIECE if left is None else min(left, STREAM_PIECE))
+                if not data:
+                    if left is not None:
+                        raise asyncio.IncompleteReadError(b"", left)
+                    return
+                if left is not None:
+                    left -= len(data)
+                yield data
+            return
+        while True:
+            size = _chunk_size(await _read_until(reader, b"\r\n", what), what)
+            if size == 0:
+                return
+            left = size
+            while left:
+                data = await reader.read(min(left, STREAM_PIECE))
+                if not data:
+                    raise asyncio.IncompleteReadError(b"", left)
+                left -= len(data)
+                yield data
+            end = await reader.readexactly(2)
+            if end != b"\r\n":
+                raise BadAnswer(f"{what}: a chunk not ended by CRLF after its {size} bytes: {end!r}")
+
+
+async def open_stream(
+    host: str, port: int, path: str, headers: dict[str, str], within: float, what: str
+) -> PlainStream:
+    """A GET over a fresh TCP connection whose answer is read as it comes: its head read within `within` seconds
+    (RouterNotAnswering otherwise); no bound on the body, whose silences are normal on an event stream."""
+    try:
+        async with asyncio.timeout(within):
+            reader, writer = await asyncio.open_connection(host, port, limit=MAX_HEAD)
+            try:
+                writer.write(_get_request(host, port, path, headers, close=True))
+                status, fields = parse_head(await _read_until(reader, b"\r\n\r\n", what), what)
+            except BaseException:
+                writer.close()
+                raise
+    except TimeoutError:
+        raise RouterNotAnswering(f"{what}: router not answering (no headers within {within:g} s)") from None
+    except (OSError, asyncio.IncompleteReadError) as e:
+        raise RouterUnreachable(f"{what}: {connect_failure(e)}") from None
+    return PlainStream(reader, writer, status, fields, what)
+
+
+def _chunk_size(line: bytes, what: str) -> int:
+    size_text = line.split(b";", 1)[0].strip()
+    if len(line) > MAX_CHUNK_LINE or not size_text or not _HEX.issuperset(size_text):
+        raise BadAnswer(f"{what}: a malformed chunk size {line[:20]!r}")
+    return int(size_text, 16)
+
+
 def _get_request(host: str, port: int, path: str, headers: dict[str, str], close: bool) -> bytes:
     """`close`: ask the server to close the connection after its answer."""
     lines = [f"GET {path} HTTP/1.1", f"Host: {host}:{port}"]
@@ -177,11 +264,7 @@ async def _read_body(reader: asyncio.StreamReader, fields: dict[str, str], limit
     if "chunked" in fields.get("transfer-encoding", "").lower():
         body = bytearray()
         while True:
-            line = await _read_until(reader, b"\r\n", what)
-            size_text = line.split(b";", 1)[0].strip()
-            if len(line) > MAX_CHUNK_LINE or not size_text or not _HEX.issuperset(size_text):
-                raise BadAnswer(f"{what}: a malformed chunk size {line[:20]!r}")
-            size = int(size_text, 16)
+            size = _chunk_size(await _read_until(reader, b"\r\n", what), what)
             if size == 0:
                 return bytes(body)
             if len(body) + size > limit:

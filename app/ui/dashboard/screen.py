@@ -378,8 +378,10 @@ class DashboardScreen(Screen[None]):
 
     def update_bindings(self) -> None:
         """Refresh the footer only when a key's availability changed: every refresh rebuilds the footer's widgets,
-        and doing it on each flush of a 1,000-event burst tripled key latency."""
-        now = tuple(self.check_action(a, ()) for a in keys.ENABLED_WHEN)
+        and doing it on each flush of a 1,000-event burst tripled key latency. The target is looked up once for
+        all the keys (each flush asks this, twice a second while a download moves)."""
+        target = self._key_target()
+        now = tuple(self._applies(a, target) for a in keys.ENABLED_WHEN)
         if now != self._bindings_shown:
             self._bindings_shown = now
             self.refresh_bindings()
@@ -388,11 +390,11 @@ class DashboardScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Dim footer keys that cannot apply now (a running model cannot be loaded, an attached router not stopped)."""
-        enabled_when = keys.ENABLED_WHEN.get(action)
-        if enabled_when is None:
+        if action not in keys.ENABLED_WHEN:
             return True
-        if action in BULK_ACTIONS and self._has_marks():
-            return True  # the marked rows are the target: the question says which of them it applies to
+        return self._applies(action, self._key_target())
+
+    def _key_target(self) -> keys.Target | None:
         target = self.target()
         if target is None:
             return None
@@ -400,7 +402,17 @@ class DashboardScreen(Screen[None]):
         st = self.herd.state.get(machine)
         # Only the row's model: Target looks it up by scanning, and the footer asks about every action per key.
         mine = (st.by_id[model],) if model is not None and model in st.by_id else ()
-        return True if enabled_when(keys.Target(st.view, model, mine, self.herd.fleet.has_files)) else None
+        return keys.Target(st.view, model, mine, self.herd.fleet.has_files)
+
+    def _applies(self, action: str, target: keys.Target | None) -> bool | None:
+        enabled_when = keys.ENABLED_WHEN.get(action)
+        if enabled_when is None:
+            return True
+        if action in BULK_ACTIONS and self._has_marks():
+            return True  # the marked rows are the target: the question says which of them it applies to
+        if target is None:
+            return None
+        return True if enabled_when(target) else None
 
     # ---- actions on the target (what they do to the fleet is FleetActions') ----
 
