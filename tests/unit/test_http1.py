@@ -85,7 +85,8 @@ async def test_a_stream_with_a_length_or_until_close() -> None:
         c.sendall(H.head(ctype="text/event-stream", length=len(body)) + body)
 
     def until_close(c: socket.socket, stop: threading.Event) -> None:
-        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" + body + body)
+        no_length = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+        c.sendall(no_length + body + body)
 
     with H.HostileRouter({"/models/sse": sized, "/other": until_close}) as r:
         assert (await _all_pieces(r.port))[1] == body
