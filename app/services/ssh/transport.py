@@ -265,7 +265,7 @@ class SshTransport(Transport):
         return res.ok
 
     async def process_tree_rss(self, pid: int) -> int | None:
-        page, stats = await PROCESS_TABLES.take(self.host_key, self._read_process_table)
+        page, stats = await PROCESS_TABLES.take(self.host_key, self, self._read_process_table)
         return proc_probes.tree_rss(stats, int(pid), page)
 
     async def _read_process_table(self) -> tuple[int, list[proc_probes.PidStat]]:
@@ -444,7 +444,7 @@ class SshTransport(Transport):
                 yield chunk
 
     async def host_stats(self) -> HostStats:
-        p = await HOST_PROBES.take(self.host_key, self._read_host)
+        p = await HOST_PROBES.take(self.host_key, self, self._read_host)
         # Against this entry's own previous sample, whichever entry of this host read this one.
         cpu = proc_probes.cpu_percent(self._prev_cpu, p.cpu)
         self._prev_cpu = p.cpu
