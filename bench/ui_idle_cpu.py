@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import shlex
 import shutil
@@ -48,9 +49,14 @@ class TmuxIdle:
     screen: str
 
 
+_measures = itertools.count()
+
+
 def tmux_idle(cfg: Path, seconds: float, state: Path | None = None, settle: float = SETTLE) -> TmuxIdle:
     """The real `python -m app` in a tmux pane of 160×50, measured after `settle` for `seconds`."""
-    sock = f"llamaherd-bench-{os.getpid()}"
+    # A socket of its own per measure: the last one's server may still be going away (`--runs K` failed to start
+    # its second tmux on the same name now and then).
+    sock = f"llamaherd-bench-{os.getpid()}-{next(_measures)}"
     xdg = f"XDG_STATE_HOME={shlex.quote(str(state))} " if state is not None else ""
     cmd = f"cd {shlex.quote(str(ROOT))} && exec env TERM=screen-256color {xdg}{shlex.quote(sys.executable)} -m app " \
           f"--config {shlex.quote(str(cfg))}"  # fmt: skip
