@@ -40,9 +40,11 @@ NEEDS: dict[str, frozenset[str]] = {
 }
 
 
-# Fixtures that take something of the machine's by a fixed name (a Unix user): under `pytest -n N --dist loadgroup`
-# (make test) the tests that take one run on one worker, one after another.
-ONE_AT_A_TIME: dict[str, str] = {"second_user": "second-unix-user"}
+# Fixtures that take something of the machine's by a fixed name (a Unix user, a folder whose path a snapshot shows):
+# under `pytest -n N --dist loadgroup` (make test) the tests that take one run on one worker, one after another. The
+# preset form's snapshots on two workers once removed and rewrote each other's /tmp/llamaherd-preset-form-snapshot
+# (a CI run's diff snapshot showed a file that was empty at that moment).
+ONE_AT_A_TIME: dict[str, str] = {"second_user": "second-unix-user", "snap_fleet": "preset-form-snapshot-dir"}
 # Modules whose tests share one costly module-scoped fixture (make screenshots, ~15 s): on one worker, it runs once.
 ONE_WORKER_MODULES = frozenset({"test_screenshots.py"})
 
