@@ -50,10 +50,8 @@ async def plain_get(
     the router's words for 4xx/5xx."""
     try:
         async with asyncio.timeout(timeout):
-            reader, writer = await asyncio.open_connection(host, port, limit=MAX_HEAD)
+            reader, writer, status, fields = await _ask(host, port, path, headers, what)
             try:
-                writer.write(_get_request(host, port, path, headers, close=True))
-                status, fields = parse_head(await _read_until(reader, b"\r\n\r\n", what), what)
                 room = limit if status < 400 else MAX_ERROR_BYTES
                 body = await _read_body(reader, fields, room, what, cut=status >= 400)
             finally:
@@ -195,18 +193,26 @@ async def open_stream(
     (RouterNotAnswering otherwise); no bound on the body, whose silences are normal on an event stream."""
     try:
         async with asyncio.timeout(within):
-            reader, writer = await asyncio.open_connection(host, port, limit=MAX_HEAD)
-            try:
-                writer.write(_get_request(host, port, path, headers, close=True))
-                status, fields = parse_head(await _read_until(reader, b"\r\n\r\n", what), what)
-            except BaseException:
-                writer.close()
-                raise
+            reader, writer, status, fields = await _ask(host, port, path, headers, what)
     except TimeoutError:
         raise RouterNotAnswering(f"{what}: router not answering (no headers within {within:g} s)") from None
     except (OSError, asyncio.IncompleteReadError) as e:
         raise RouterUnreachable(f"{what}: {connect_failure(e)}") from None
     return PlainStream(reader, writer, status, fields, what)
+
+
+async def _ask(
+    host: str, port: int, path: str, headers: dict[str, str], what: str
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, int, dict[str, str]]:
+    """A GET sent on a fresh connection (closed after the answer) and its head read: the streams, status, fields."""
+    reader, writer = await asyncio.open_connection(host, port, limit=MAX_HEAD)
+    try:
+        writer.write(_get_request(host, port, path, headers, close=True))
+        status, fields = parse_head(await _read_until(reader, b"\r\n\r\n", what), what)
+    except BaseException:
+        writer.close()
+        raise
+    return reader, writer, status, fields
 
 
 def _chunk_size(line: bytes, what: str) -> int:
