@@ -25,7 +25,7 @@ from app.services.core.router_types import (
     StreamStateEvent,
 )
 from app.services.core.waits import within
-from app.services.router.client import RouterClient, refusal, refused, transport_reason
+from app.services.router.client import RouterClient, refused, transport_reason
 from app.services.router.health_beat import HEALTH_EVERY, answers, beat
 from app.services.router.http1 import open_stream
 from app.services.router.parse import parse_event
@@ -170,38 +170,38 @@ async def _open_events(client: RouterClient) -> tuple[AsyncIterator[bytes], Call
     refusal for any other 4xx/5xx. A plain `http://host:port` router (every one llamaherd reaches) is read on
     asyncio streams (router/http1.py: httpx's layers were most of a pull's stream-reading CPU), any other URL
     through httpx."""
-    where = f"{client.name}: GET {SSE_PATH}"
     address = client.plain_address
     if address is not None:
+        where = f"{client.name}: GET {SSE_PATH}"
         stream = await open_stream(*address, SSE_PATH, client.headers, client.bound(HEADERS_TIMEOUT), where)
+        status, body = stream.status, stream.pieces()
 
-        async def close_stream() -> None:
+        async def error_text() -> str:
+            return await stream.error_text(client.bound(HEADERS_TIMEOUT))
+
+        async def close() -> None:
             stream.close()
 
-        try:
-            if stream.status == 404:
-                raise _NoSse()
-            if stream.status >= 400:
-                raise refused(stream.status, await stream.error_text(client.bound(HEADERS_TIMEOUT)), "GET", SSE_PATH)
-        except BaseException:
-            stream.close()
-            raise
-        return stream.pieces(), close_stream
-    cm, resp = await client.open_stream(SSE_PATH, HEADERS_TIMEOUT)
+    else:
+        cm, resp = await client.open_stream(SSE_PATH, HEADERS_TIMEOUT)
+        status, body = resp.status_code, resp.aiter_bytes()
 
-    async def close_httpx() -> None:
-        with contextlib.suppress(Exception):
-            await cm.__aexit__(None, None, None)
+        async def error_text() -> str:
+            return await read_head(resp)
+
+        async def close() -> None:
+            with contextlib.suppress(Exception):
+                await cm.__aexit__(None, None, None)
 
     try:
-        if resp.status_code == 404:
+        if status == 404:
             raise _NoSse()
-        if resp.status_code >= 400:
-            raise refusal(resp, await read_head(resp), "GET", SSE_PATH)
+        if status >= 400:
+            raise refused(status, await error_text(), "GET", SSE_PATH)
     except BaseException:
-        await close_httpx()
+        await close()
         raise
-    return resp.aiter_bytes(), close_httpx
+    return body, close
 
 
 async def _watched_models(client: RouterClient) -> list[ModelInfo]:

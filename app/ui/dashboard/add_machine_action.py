@@ -41,11 +41,8 @@ def open_add_machine(app: App[Any], herd: HerdApi, pane: MachinesPane, pick: Cal
         try:
             fleet.add_machine(machine)
         except ConfigError as e:  # written, but a machine of that name is followed already
-            herd.notify(
-                visible(f"{machine.name} written to {path}, followed after a restart: {e}"),
-                severity="warning",
-                markup=False,
-            )
+            later = visible(f"{machine.name} written to {path}, followed after a restart: {e}")
+            herd.notify(later, severity="warning", markup=False)
             return
         # What the dashboard reads of the config (a machine's hub, ...) and the history's names for this config's
         # routers know it too, as if it had been there at the start.
