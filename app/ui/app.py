@@ -40,6 +40,8 @@ from app.ui.patches.textual_internals import (
     drop_notification,
     keep_no_dead_styles_caches,
     live_notifications,
+    read_text_styles_as_rich,
+    type_without_layout,
 )
 from app.ui.patches.toast_bound import MAX_TOASTS, drop_oldest
 from app.ui.state.fleet_protocol import FleetApi
@@ -253,6 +255,8 @@ def make_app(
     """
     keep_no_dead_styles_caches()
     draw_only_what_changed()
+    read_text_styles_as_rich()
+    type_without_layout()
     measure_ascii_uncached()
     return HerdApp(
         config, fleet, frozen_time=frozen_time, ascii_mode=ascii_mode, config_path=config_path, history=history,

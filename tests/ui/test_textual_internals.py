@@ -4,14 +4,28 @@ The styles-cache bound is tested in test_styles_cache_fix.py, the toasts' in tes
 
 from __future__ import annotations
 
+import pytest
+from rich.text import Span, Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.content import Content
 from textual.reactive import reactive
+from textual.screen import Screen
+from textual.style import Style as TextualStyle
 from textual.widget import Widget
-from textual.widgets import Footer
+from textual.widgets import Footer, Input, Static
 from textual.widgets._footer import FooterKey
 
-from app.ui.patches.textual_internals import footer_keys, prune_closed_watchers, set_key_disabled
+from app.ui.patches.textual_internals import (
+    TEXTUAL_FROM_RICH_TEXT,
+    TEXTUAL_INPUT_WATCH_VALUE,
+    footer_keys,
+    prune_closed_watchers,
+    read_text_styles_as_rich,
+    set_key_disabled,
+    type_without_layout,
+)
+from app.ui.text.format import BAD, DIM
 from tests.helpers.wait import wait_for
 
 
@@ -96,3 +110,76 @@ def test_the_scroll_update_reached_into_still_exists() -> None:
     from textual.scroll_view import ScrollView
 
     assert callable(getattr(ScrollView, "_scroll_update", None))
+
+
+class StyledStatics(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Static(Text("dim words", style=DIM), id="own")
+        yield Static(Text("dim words", spans=[Span(0, 9, DIM)]), id="span")
+        yield Static(Text("bad words", style=BAD), id="bad")
+
+
+def _colours(app: App[None], wid: str) -> set[str | None]:
+    """The foreground colours of the words on a Static's first line (None: the plain foreground)."""
+    segments = app.query_one(f"#{wid}", Static).render_line(0)
+    return {seg.style.color.name if seg.style and seg.style.color else None for seg in segments if seg.text.strip()}
+
+
+def test_textual_still_keeps_a_texts_own_style_as_a_string() -> None:
+    """Retire read_text_styles_as_rich when this fails: Textual then reads a Text's own style as Rich does."""
+    content = TEXTUAL_FROM_RICH_TEXT(Content, Text("x", style=DIM), None)
+    assert [s.style for s in content.spans] == [DIM]  # a string, read later by Textual's CSS parser
+    with pytest.raises(Exception, match="bright_black"):
+        TextualStyle.parse(DIM)
+
+
+async def test_a_texts_own_style_is_drawn_as_its_spans_are() -> None:
+    read_text_styles_as_rich()
+    app = StyledStatics()
+    async with app.run_test(size=(30, 5)) as pilot:
+        await pilot.pause()
+        # format.DIM is the ANSI palette's bright black, whether it is the Text's own style or a span's
+        assert _colours(app, "own") == _colours(app, "span") == {"color(8)"}
+        assert _colours(app, "bad") == {"color(1)"}  # the palette's red, as in the tables, not CSS #ff0000
+
+
+class OneInput(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Input()
+
+
+async def _layouts_while_typing(monkeypatch: pytest.MonkeyPatch) -> tuple[int, Input]:
+    """Layouts of the screen done while three keys are typed into an Input."""
+    layouts = 0
+    textual_refresh_layout = Screen._refresh_layout
+
+    def counted(screen: Screen[object], *args: object, **kwargs: object) -> None:
+        nonlocal layouts
+        layouts += 1
+        textual_refresh_layout(screen, *args, **kwargs)  # type: ignore[arg-type]
+
+    app = OneInput()
+    async with app.run_test(size=(30, 5)) as pilot:
+        field = app.query_one(Input)
+        field.focus()
+        await pilot.pause()
+        monkeypatch.setattr(Screen, "_refresh_layout", counted)
+        await pilot.press("a", "b", "c")
+        await pilot.pause()
+        assert field.value == "abc"
+        assert "abc" in "".join(s.text for s in field.render_line(0))
+        return layouts, field
+
+
+async def test_textual_still_lays_the_screen_out_for_each_key_typed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retire type_without_layout when this fails: Textual's own value watcher then no longer asks for a layout."""
+    monkeypatch.setattr(Input, "_watch_value", TEXTUAL_INPUT_WATCH_VALUE)
+    layouts, _ = await _layouts_while_typing(monkeypatch)
+    assert layouts >= 3
+
+
+async def test_a_key_typed_lays_nothing_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    type_without_layout()
+    layouts, field = await _layouts_while_typing(monkeypatch)
+    assert layouts == 0
+    assert field.virtual_size.width == field.content_width == 4  # the value and the cursor after it

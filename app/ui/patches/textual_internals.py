@@ -16,6 +16,10 @@ works around (then retire that bound).
 - A scroll view's extent set without a layout pass of the whole screen (widgets/scroll_extent.py): its private
   `_scroll_update` tells the scrollbars. No upstream issue found.
 - A partial update drawn only where it changed: `Compositor._get_renders` (see below).
+- A Rich Text's own style read as Rich reads it: `Content.from_rich_text` (see below).
+- An Input's value set without a layout of the whole screen: `Input._watch_value` (see below).
+- A Log's lines added without its virtual size (widgets/reply_log.py): `Log._lines`, `_width`, `_process_line`,
+  `_prune_max_lines` and `textual._line_split` (see below).
 """
 
 from __future__ import annotations
@@ -24,11 +28,16 @@ import contextlib
 from functools import lru_cache
 from typing import Any
 
+from rich.cells import cell_len
+from rich.style import Style as RichStyle
+from rich.text import Text
 from textual._compositor import Compositor
+from textual._line_split import line_split
 from textual._styles_cache import StylesCache
 from textual._xterm_parser import XTermParser
 from textual.app import App, ScreenStackError
 from textual.color import Color
+from textual.content import Content
 from textual.css.query import NoMatches
 from textual.dom import DOMNode
 from textual.geometry import Region, Size
@@ -36,7 +45,8 @@ from textual.notifications import Notification, Notifications
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.style import Style
-from textual.widgets import Footer
+from textual.widget import Widget
+from textual.widgets import Footer, Input, Log
 from textual.widgets._footer import FooterKey
 from textual.widgets._toast import ToastRack
 
@@ -163,6 +173,85 @@ def _get_renders(self: Compositor, crop: Region | None = None) -> Any:
 def draw_only_what_changed() -> None:
     """Partial updates ask the widgets for the changed rows only (idempotent)."""
     Compositor._get_renders = _get_renders  # type: ignore[method-assign]
+
+
+# A Rich Text's own style read as Rich reads it (no upstream issue found: searched Textual's issues for
+# from_rich_text and a Text's style string).
+#
+# Content.from_rich_text converts a Text's spans with Rich's parser, but keeps the Text's own style as a string,
+# which Textual's CSS parser reads later, at every render. Rich's colour names are not all CSS names: "bright_black"
+# (format.DIM) failed to parse (1-6 ms each time, a difflib suggestion for the error), and the text was drawn in
+# the plain foreground; "red" and "green" are CSS colours there (#ff0000, #008000), not the ANSI palette's that the
+# same words give in the tables. Here the Text's style goes through Rich's parser as its spans do.
+
+TEXTUAL_FROM_RICH_TEXT: Any = Content.__dict__["from_rich_text"].__func__
+"""Textual's own classmethod's function, kept for the test that tells when an upgrade fixes it."""
+
+
+def _from_rich_text(cls: type[Content], text: str | Text, console: Any = None) -> Content:
+    if isinstance(text, Text) and isinstance(text.style, str) and text.style:
+        with contextlib.suppress(Exception):  # not Rich's either: left to Textual, as before
+            style = console.get_style(text.style) if console is not None else RichStyle.parse(text.style)
+            text = text.copy()
+            text.style = style
+    content: Content = TEXTUAL_FROM_RICH_TEXT(cls, text, console)
+    return content
+
+
+def read_text_styles_as_rich() -> None:
+    """A Rich Text's own style string parsed by Rich, as its spans are (idempotent)."""
+    Content.from_rich_text = classmethod(_from_rich_text)  # type: ignore[method-assign,assignment]
+
+
+# A Log's lines added without its virtual size (no upstream issue found: searched Textual's issues for Log.write and
+# layout).
+#
+# Log.write sets `virtual_size`, a layout reactive, whenever a line is added or the widest one widens: a streamed
+# reply, a few characters a piece, laid the whole ask pane out again for most pieces (69 of 150 refreshes in 20
+# answers of bench/ask_first_token.py were layouts). This is Log.write's bookkeeping without that assignment; the
+# caller sets the extent (widgets/scroll_extent.py).
+
+
+def append_to_log(log: Log, data: str) -> Size:
+    """`data` added to `log` as Log.write adds it (lines, widest line, the rows to draw again, the max_lines bound),
+    without a layout: returns the virtual size the log now needs."""
+    lines: list[str] = log._lines
+    if data:
+        if not lines:
+            lines.append("")
+        for line, ending in line_split(data):
+            lines[-1] += line
+            log._width = max(log._width, cell_len(log._process_line(lines[-1])))
+            log.refresh_lines(len(lines) - 1)
+            if ending:
+                lines.append("")
+    if log.max_lines is not None and len(lines) > log.max_lines:
+        log._prune_max_lines()
+    return Size(log._width, log.line_count)
+
+
+# An Input's value set without a layout of the whole screen (no upstream issue found: searched Textual's issues for
+# Input _watch_value, virtual_size and layout).
+#
+# Input's value watcher sets `virtual_size` (a layout reactive) to the value's width: every key typed into the `:`
+# command line, a filter or the ask pane, and the ask pane's input cleared as a question goes, laid the whole screen
+# out again (40 of the ~60 layouts in 20 answers of bench/ask_first_token.py). An Input is one row high and
+# scrolls its value sideways without scrollbars, so the size is set without the layout; Textual's watcher does the
+# rest (suggestion, validation, Changed) and finds the size already set. An Input of auto width keeps the layout.
+
+TEXTUAL_INPUT_WATCH_VALUE: Any = Input.__dict__["_watch_value"]
+"""Textual's own watcher, kept for the test that tells when an upgrade fixes it."""
+
+
+def _watch_input_value(self: Input, value: str) -> None:
+    if self.is_mounted and not self.styles.auto_dimensions:
+        self.set_reactive(Widget.virtual_size, Size(self.content_width, 1))
+    TEXTUAL_INPUT_WATCH_VALUE(self, value)
+
+
+def type_without_layout() -> None:
+    """An Input's value changes without laying out the screen (idempotent)."""
+    Input._watch_value = _watch_input_value  # type: ignore[method-assign]
 
 
 # The xterm input parser of Textual's own drivers (private), for app/web/session_driver.py: a browser tab's keys
