@@ -142,8 +142,10 @@ async def to_screen(router_port: int, n: int) -> tuple[list[float], list[float]]
             painted.clear()
             screen.query_one(Input).value = f"question {i}"
             await screen.query_one(Input).action_submit()
-            while len(screen.conv.turns) < 2 or screen.answering:  # the question sent, then its answer done
-                await pilot.pause(0.01)
+            # The question sent, then its answer done: watched with plain sleeps, since each pilot.pause() posts to
+            # every widget and forces a screen update, work of the bench's own in the loop that paints the pieces.
+            while len(screen.conv.turns) < 2 or screen.answering:
+                await asyncio.sleep(0.01)
             await pilot.pause(0.05)
             pairs = list(zip(relay.stamps, painted, strict=False))
             each += [(p - s) * 1000 for s, p in pairs]

@@ -1,7 +1,7 @@
 """Textual user interface. `app.py` (HerdApp: the data and the one worker reading fleet events), `run.py` (the
-entry point for the CLI), `palette.py` (ctrl+p), `live.py` (fold events, paint at most every flush) and
-`malloc_trim.py`; below them a folder per concern, each importing only from the folders below it (the "UI by
-concern" contract in pyproject.toml):
+entry point for the CLI), `palette.py` (ctrl+p), `live.py` (fold events, paint at most every flush),
+`malloc_trim.py` and `gc_pauses.py` (memory given back, the collector's passes kept short); below them a folder
+per concern, each importing only from the folders below it (the "UI by concern" contract in pyproject.toml):
 
     dashboard/          the dashboard screen: machines pane, model table, fleet view, log panel, keys, actions
     screens/            the screens over it: help, history, model files, preset editor, confirmations

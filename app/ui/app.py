@@ -32,6 +32,7 @@ from app.services.history.store import HistoryRow, HistoryStore
 from app.ui.dashboard import keys
 from app.ui.dashboard.disabled_key_reasons import why_not
 from app.ui.dashboard.screen import DashboardScreen
+from app.ui.gc_pauses import freeze_start_up
 from app.ui.live import LiveFeed
 from app.ui.palette import HerdCommands
 from app.ui.patches.rich_internals import measure_ascii_uncached
@@ -144,6 +145,7 @@ class HerdApp(App[int]):
     def on_mount(self) -> None:
         if self.ascii_mode:
             self.add_class("-ascii")
+        self.call_after_refresh(freeze_start_up)
 
     async def on_unmount(self) -> None:
         if self.manage_fleet:

@@ -15,12 +15,13 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
 
+from rich.cells import cell_len
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Input, Log, Static
+from textual.widgets import Input, Static
 
 from app.services.ask.answer import DEFAULT_MAX_TOKENS, Answer, Piece
 from app.services.ask.conversation import Conversation, Turn
@@ -31,6 +32,7 @@ from app.services.core.textsafe import visible
 from app.ui.screens.ask_image_picker import ImagePicker
 from app.ui.text.format import BAD, DIM
 from app.ui.text.plain_text import plain
+from app.ui.widgets.reply_log import ReplyLog
 
 # Bound: lines the reply pane keeps (a long conversation scrolls away at the top).
 REPLY_LINES = 5000
@@ -75,11 +77,13 @@ class AskScreen(ModalScreen[None]):
         self.max_tokens = DEFAULT_MAX_TOKENS
         self.shown: list[tuple[float, float]] = []
         """(piece arrived, piece on screen) clock readings: the bench reads them."""
+        self._lines: dict[str, tuple[str, str]] = {}
+        """What the head and figures lines say now (text, style): a line set again to the same is left alone."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="ask-box"):
             yield Static(id="ask-head")
-            yield Log(max_lines=REPLY_LINES, id="ask-reply")
+            yield ReplyLog(max_lines=REPLY_LINES, id="ask-reply")
             yield Static(id="ask-figures")
             yield Input(placeholder="Ask… (Enter sends, Esc stops / closes, Ctrl+O attaches an image)", id="ask-input")
 
@@ -93,10 +97,26 @@ class AskScreen(ModalScreen[None]):
         words = VISION_WORDS[self.vision]
         pics = f" · attached: {', '.join(im.name for im in self.attached)}" if self.attached else ""
         load = " · not loaded: the first question loads it" if self.load_first else ""
-        self.query_one("#ask-head", Static).update(plain(f"{self.conv.model} ({words}){load}{pics}", DIM))
+        self._set_line("#ask-head", f"{self.conv.model} ({words}){load}{pics}", DIM)
 
     def _say(self, text: str, style: str = DIM) -> None:
-        self.query_one("#ask-figures", Static).update(plain(text, style))
+        self._set_line("#ask-figures", text, style)
+
+    def _set_line(self, which: str, text: str, style: str) -> None:
+        """Set a one-line Static; the screen is laid out again only when the line may take another height.
+
+        A layout of the pane costs a frame's work: at the start and end of every answer it held back the first
+        piece's paint when the answer came fast (bench/ask_first_token.py).
+        """
+        old = self._lines.get(which)
+        if old == (text, style):
+            return
+        self._lines[which] = (text, style)
+        static = self.query_one(which, Static)
+        shown = plain(text, style)
+        width = static.content_size.width
+        one_line = width > 0 and old is not None and max(cell_len(old[0]), shown.cell_len) <= width
+        static.update(shown, layout=not one_line)
 
     # ---- asking ----
 
@@ -115,7 +135,7 @@ class AskScreen(ModalScreen[None]):
         self.attached.clear()
         self._head()
         self.conv.turns.append(Turn("user", text, images))
-        log = self.query_one(Log)
+        log = self.query_one(ReplyLog)
         shown_pics = f" [+{len(images)} image(s)]" if images else ""
         log.write(("\n" if log.line_count else "") + visible(f"you: {text}{shown_pics}") + "\n\n")
         self.answering = True
@@ -124,7 +144,7 @@ class AskScreen(ModalScreen[None]):
 
     @work(group="ask", exclusive=True, exit_on_error=False)
     async def _answer(self) -> None:
-        log = self.query_one(Log)
+        log = self.query_one(ReplyLog)
         load_first, self.load_first = self.load_first, False
         answer: Answer | None = None
         try:
@@ -155,7 +175,7 @@ class AskScreen(ModalScreen[None]):
         self.answering = False
         if partial:
             self.conv.turns.pop()  # a question stopped mid-answer is asked again, not kept half-answered
-        self.query_one(Log).write("\n")
+        self.query_one(ReplyLog).write("\n")
         self._say(words)
 
     def action_stop_or_close(self) -> None:
