@@ -1,7 +1,7 @@
 """Another machine over ssh: one asyncssh connection kept up per machine (backoff, keepalives, host-key policy), the
 remote shell loop that runs short commands without a session each, port forwards, log tails on their own channel,
-SFTP writes, the asyncssh auth patch (one round trip instead of four), the opt-in trace of remote operations, and
-the hosts ~/.ssh/config names (offered when a machine is added).
+SFTP writes, the asyncssh auth patch (one round trip instead of four), the ciphers offered (AES-GCM first), the
+opt-in trace of remote operations, and the hosts ~/.ssh/config names (offered when a machine is added).
 
 May import: `hosts/` and `core/`.
 """

@@ -17,6 +17,7 @@ from app.services.core.errors import HostKeyError, TransportError
 from app.services.core.host_types import Connection
 from app.services.core.waits import within
 from app.services.ssh.asyncssh_auth import install as signed_first_auth
+from app.services.ssh.ciphers import cipher_order
 from app.services.ssh.host_keys import (
     SshClient,
     describe,
@@ -167,6 +168,9 @@ class SshLink:
             raise TransportError(f"{t.name}: cannot use the ssh settings for {t.host}: {e}") from None
         if algs:
             opts["server_host_key_algs"] = algs
+        ciphers = await asyncio.to_thread(cipher_order, t.ssh_config) if t.ssh_config else cipher_order(None)
+        if ciphers:
+            opts["encryption_algs"] = ciphers
         signed_first_auth()  # one round trip for a key file's auth, not three
         note(t.name, "connect", t.host)
         try:
