@@ -129,10 +129,15 @@ class KeyedTable(VirtualTable):
         # Widths are set at once, not left to a later idle: a paint in between drew new rows at the old widths.
         self._lay_out(self._hold.widths(self._wanted_widths(), self.scrollable_content_region.width))
         self._narrow_later()
+        order = self.order
         if diff.add or diff.remove or any(i == self.sort_index for _, i, _ in diff.update):
-            self._sort()
+            order = self._sorted()
+        if order != self.order:
+            self.set_order(order)
         else:
-            self.rows_changed(changed)  # only their lines are drawn again
+            # Only their lines are drawn again: a download's progress changes its state cell, the column the table
+            # sorts by, twice a second, and a whole table drawn for it was most of what a pull cost the screen.
+            self.rows_changed(changed)
         self._restore_cursor(cursor_key)
         return diff
 
@@ -235,9 +240,12 @@ class KeyedTable(VirtualTable):
         sep = self.glyphs.sep
         return f"filter: {self.filter_text} {sep} Esc clears {sep} "
 
-    def _sort(self) -> None:
+    def _sorted(self) -> list[str]:
         i, rows = self.sort_index, self.rows_now
-        self.set_order(sorted(rows, key=lambda k: rows[k][i].sort, reverse=self.sort_reverse))
+        return sorted(rows, key=lambda k: rows[k][i].sort, reverse=self.sort_reverse)
+
+    def _sort(self) -> None:
+        self.set_order(self._sorted())
 
     def _resort(self) -> None:
         cursor_key = self.cursor_key()
