@@ -27,6 +27,8 @@ the whole list of what is not live:
   (its port differs between runs). Its fit verdicts are judged against workstation's fixed STATS, not this
   machine's memory. The downloading row is caught as loading.svg is (the feed held at the first progress event),
   with fixed figures (PULL_SHOWN: the bytes done, rate and time left differ on every run).
+- ask.svg: the question is typed with an operator's keys into the real ask pane, but the reply and its figures are
+  fixed (ASK_REPLY, ASK_FIGURES): the demo's tiny models answer random tokens, at a speed that differs every run.
 
 Router records and logs go to ROOT/state (XDG_STATE_HOME is set for this process), so a demo an operator keeps
 running is neither adopted nor disturbed. `--root DIR` puts the demo elsewhere (the tests do, so they never touch
@@ -46,7 +48,7 @@ import shutil
 import socket
 import sys
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,9 @@ from textual.widgets import Input, Static
 from app import demo
 from app.config import Config
 from app.services.activity.poll import ActivityChanged
+from app.services.ask.answer import Answer, Piece
+from app.services.ask.conversation import Conversation
+from app.services.ask.figures import AnswerFigures
 from app.services.core.download_meter import PullProgress
 from app.services.core.fleet_events import (
     FleetEvent,
@@ -79,6 +84,7 @@ from app.services.hub.search import RepoChoices, repo_choices
 from app.services.presets.store import Edit, PresetPlan, PresetResult, PresetSnapshot
 from app.ui.app import HerdApp, make_app
 from app.ui.dashboard.fleet_table import SEP as FLEET_SEP
+from app.ui.screens.ask import AskScreen
 from app.ui.screens.confirm import ConfirmScreen
 from app.ui.screens.help import HelpScreen
 from app.ui.screens.hub import HubScreen
@@ -91,7 +97,7 @@ PORTS = (39101, 39102, 39103)
 SIZE = (120, 40)
 FROZEN = 1_760_000_000.0
 FILES = ("overview.svg", "compact.svg", "command.svg", "fleet.svg", "loading.svg", "failed.svg", "preset-diff.svg",
-         "help.svg", "hub.svg", "pulling.svg")  # fmt: skip
+         "help.svg", "ask.svg", "hub.svg", "pulling.svg")  # fmt: skip
 HUB_MACHINE = "workstation"
 HUB_SHOWN = "https://hub.example.internal"
 HUB_RATE = 100_000.0  # bytes a second: the tiny repo's file takes ~4 s
@@ -101,6 +107,13 @@ MODEL_RSS = 21 * 1024 * 1024  # what the fleet view's memory column shows for ev
 TIMEOUT = 90.0  # a bound on a wait that never came, not a target: the suite runs on several workers
 
 GIB = 1024**3
+ASK_QUESTION = "In one line: what is a router preset?"
+ASK_REPLY = (
+    "A preset is a section of models.ini naming a model's file and its load options;\n"
+    "the router starts one child per loaded preset and routes each request to it by model name."
+)
+KEY_OF = {" ": "space", ":": "colon", "?": "question_mark"}
+ASK_FIGURES = AnswerFigures(ttft_ms=38.0, tokens_per_s=41.6, prompt_tokens=24, completion_tokens=37, from_server=True)
 STATS: dict[str, HostStats] = {
     "workstation": HostStats(cpu_pct=18.0, mem_used=int(9.4 * GIB), mem_total=32 * GIB, load_avg=(0.9, 0.8, 0.7)),
     "gpu-box-a": HostStats(
@@ -222,6 +235,15 @@ class ShotFleet:
         self, machine: str, spec: str, on_progress: Callable[[PullProgress], None] | None = None
     ) -> PullOutcome:
         return await self.fleet.pull(machine, spec, on_progress)
+
+    async def ask(
+        self, machine: str, conv: Conversation, vision: bool | None, max_tokens: int, load_first: bool = False
+    ) -> AsyncGenerator[Piece | Answer, None]:
+        """The fixed reply, a word at a time (see the module's list of what is not live)."""
+        for word in ASK_REPLY.split(" "):
+            yield Piece(word + " ", time.monotonic())
+            await asyncio.sleep(0)
+        yield Answer(ASK_REPLY, ASK_FIGURES, "stop")
 
     def _view(self, v: MachineView) -> MachineView:
         if v.started_at is None:
@@ -464,6 +486,21 @@ class Director:
         await self.shoot("help.svg")
         await pilot.press("escape")
         await until(pilot, "help closed", lambda: not isinstance(app.screen, HelpScreen))
+
+        # The ask pane on workstation's loaded chat-small: a question typed, its (fixed) reply and figures.
+        await self.select("1", "chat-small")
+        await pilot.press("a")
+        await until(pilot, "the ask pane", lambda: isinstance(app.screen, AskScreen))
+        await pilot.press(*[KEY_OF.get(ch, ch) for ch in ASK_QUESTION], "enter")
+        asked = app.screen
+
+        def answered() -> bool:
+            return isinstance(asked, AskScreen) and len(asked.conv.turns) == 2 and not asked.answering
+
+        await until(pilot, "the answer", answered)
+        await self.shoot("ask.svg")
+        await pilot.press("escape")
+        await until(pilot, "the ask pane closed", lambda: not isinstance(app.screen, AskScreen))
 
         # The preset editor on gpu-box-a's chat-medium: one field changed, and the diff before writing.
         await self.select("2", "chat-medium")

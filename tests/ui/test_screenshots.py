@@ -35,6 +35,8 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "help.svg": ("keys", "start_router", "stop_router", "toggle_fleet", "edit_preset", "scroll, esc closes"),
     "compact.svg": ("compact", "workstation", "gpu-box-a", "gpu-box-b", "running", "models: workstation"),
     "command.svg": ("load chat-medium", "Cancel"),
+    "ask.svg": ("ask chat-small on workstation", "you: In one line: what is a router preset?", "A preset is a section",
+                "first token 38 ms, 41.6 tokens/s, prompt 24 tokens, reply 37 tokens"),
     "hub.svg": ("hub · workstation · https://hub.example.internal", "tiny/Tiny-GGUF:Q4_K_M", "tiny/Tiny-GGUF:Q8_0",
                 "fit on workstation", "fits", "Enter pulls one onto workstation"),
     "pulling.svg": ("models: workstation", "tiny/Tiny-GGUF:Q4_K_M", "downloading", "41%", "94K/s"),
