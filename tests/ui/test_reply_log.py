@@ -27,15 +27,19 @@ async def test_a_piece_is_drawn_without_laying_the_screen_out() -> None:
         assert "a piece that widens" in "".join(s.text for s in log.render_line(1))
 
 
+def lines(n: int, word: str = "line") -> str:
+    return "".join(f"{word} {i}\n" for i in range(n))
+
+
 async def test_the_end_is_followed_only_from_the_end() -> None:
     app = ReplyApp()
     async with app.run_test(size=(40, 10)) as pilot:
         log = app.query_one(ReplyLog)
-        log.write("".join(f"line {i}\n" for i in range(30)))
+        log.write(lines(30))
         await pilot.pause()
         assert log.scroll_y == log.max_scroll_y > 0  # at the end: it followed
         log.scroll_to(y=3, animate=False, immediate=True)
-        log.write("".join(f"more {i}\n" for i in range(5)))
+        log.write(lines(5, "more"))
         await pilot.pause()
         assert log.scroll_y == 3  # scrolled up to read: left where the reader is
         log.scroll_end(animate=False, immediate=True)
@@ -48,7 +52,7 @@ async def test_the_lines_stay_within_their_bound() -> None:
     app = ReplyApp()
     async with app.run_test(size=(40, 10)) as pilot:
         log = app.query_one(ReplyLog)
-        log.write("".join(f"line {i}\n" for i in range(120)))
+        log.write(lines(120))
         await pilot.pause()
         assert log.line_count <= 50
         assert log.virtual_size.height == log.line_count
