@@ -498,6 +498,8 @@ class Director:
             return isinstance(asked, AskScreen) and len(asked.conv.turns) == 2 and not asked.answering
 
         await until(pilot, "the answer", answered)
+        # The input's cursor blinks twice a second, and the answer ends at no fixed time: shown steadily for the shot.
+        asked.query_one(Input).cursor_blink = False
         await self.shoot("ask.svg")
         await pilot.press("escape")
         await until(pilot, "the ask pane closed", lambda: not isinstance(app.screen, AskScreen))
