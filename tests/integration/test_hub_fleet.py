@@ -4,7 +4,8 @@ the Fleet's model list and its progress events, cancel by name, a failure as a P
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -14,6 +15,7 @@ from app.services.core.router_types import DownloadProgressEvent, ModelState, Ro
 from app.services.fleet import Fleet
 from app.services.history.store import HistoryStore
 from app.services.hub.progress import PullProgress
+from app.services.router.client import RouterClient
 from tests.helpers.herd import Herd, local_config
 from tests.helpers.hub_standin import TINY_REPO, HubStandin
 from tests.helpers.wait import wait_for
@@ -38,18 +40,41 @@ async def fleet(herd: Herd, hub: HubStandin, monkeypatch: pytest.MonkeyPatch) ->
         f.history.close()
 
 
-async def test_two_pulls_at_once_with_progress_then_rm(fleet: Fleet, hub: HubStandin, herd: Herd) -> None:
+async def test_two_pulls_at_once_with_progress_then_rm(
+    fleet: Fleet, hub: HubStandin, herd: Herd, monkeypatch: pytest.MonkeyPatch
+) -> None:
     hub.rate = 300_000.0  # each ~451 KB file takes ~1.5 s: both are under way together
+    asked: list[tuple[str, float]] = []
+    download = RouterClient.download
+
+    async def recorded(client: RouterClient, name: str) -> None:
+        asked.append((name, time.monotonic()))
+        await download(client, name)
+
+    monkeypatch.setattr(RouterClient, "download", recorded)
     q = fleet.subscribe()
     seen: dict[str, list[PullProgress]] = {Q4: [], Q8: []}
-    one = asyncio.create_task(fleet.pull("here", Q4, on_progress=seen[Q4].append))
-    two = asyncio.create_task(fleet.pull("here", Q8, on_progress=seen[Q8].append))
+    first_progress: dict[str, float] = {}
+
+    def noted(name: str) -> Callable[[PullProgress], None]:
+        def note(p: PullProgress) -> None:
+            first_progress.setdefault(name, time.monotonic())
+            seen[name].append(p)
+
+        return note
+
+    one = asyncio.create_task(fleet.pull("here", Q4, on_progress=noted(Q4)))
+    two = asyncio.create_task(fleet.pull("here", Q8, on_progress=noted(Q8)))
     await wait_for(lambda: len(fleet.pulls.running()) == 2, 10, what="two pulls under way")
     await wait_for(
         lambda: any(m.state is ModelState.DOWNLOADING for m in fleet.models("here")), 10, what="a downloading row"
     )
     a, b = await asyncio.gather(one, two)
     assert a.ok and b.ok, (a, b)
+    # One repo: the second was asked of the router once the first was transferring (pulls.py: their children raced
+    # on the cache's refs/main when both resolved the repo at once).
+    (first, _), (_, second_at) = asked
+    assert second_at >= first_progress[first], (asked, first_progress)
     for name, progress in seen.items():
         assert progress and progress[-1].done == progress[-1].total > 0, name
         assert any(p.rate for p in progress), name

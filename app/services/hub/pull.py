@@ -112,11 +112,17 @@ class Pull:
     clock: Callable[[], float] = time.monotonic
     _cancel: asyncio.Event = field(default_factory=asyncio.Event)
     _client: RouterClient | None = None
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set at the download's first progress, or when the pull ends (pulls.py: the next pull of the repo waits)."""
 
     def __post_init__(self) -> None:
         self.repo, self.quant = parse_spec(self.spec)
         self.name = f"{self.repo}:{self.quant}" if self.quant else self.repo
         self.meter = ProgressMeter(self.name, self.expected_total)
+
+    @property
+    def cancel_asked(self) -> bool:
+        return self._cancel.is_set()
 
     async def cancel(self) -> None:
         """POST /models/unload on the downloading name: the router cancels the child and waits for it."""
@@ -146,6 +152,7 @@ class Pull:
                     return PullOutcome(m.name, self.name, False, cause=f"the router refused: {e}", router_said="")
             said = await self._follow(queue, client)
         finally:
+            self.started.set()
             pump.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await pump
@@ -186,6 +193,7 @@ class Pull:
                 self.on_event(ev, now)
             if isinstance(ev, DownloadProgressEvent) and ev.model == self.name:
                 seen_downloading = True
+                self.started.set()
                 p = self.meter.update(ev.done, ev.total, now)
                 if self.on_progress is not None:
                     self.on_progress(p)

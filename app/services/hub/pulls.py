@@ -1,5 +1,12 @@
 """The pulls one fleet runs at once (several, on several machines), so that any of them can be cancelled by name
-(the dashboard's `u` on a downloading row) and none is started twice."""
+(the dashboard's `u` on a downloading row) and none is started twice.
+
+Two pulls of one repo on one machine (two quants, say) are asked of the router one after the other's start: the
+second is asked once the first shows progress (or ends). Each download child first resolves the repo's commit and
+writes it to the cache's `refs/main`; two children doing that at once raced, and one failed on that file (the
+router's llama.cpp, seen once in three CI runs of tests/integration/test_hub_fleet.py). Once transferring, the two
+run side by side as before.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +25,7 @@ from app.services.router.client import RouterClient
 class Pulls:
     def __init__(self) -> None:
         self._running: dict[tuple[str, str], Pull] = {}
+        self._starting: dict[tuple[str, str], asyncio.Event] = {}  # (machine, repo) -> the last pull's `started`
 
     def running(self) -> list[tuple[str, str]]:
         """(machine, name) of every pull under way."""
@@ -42,9 +50,18 @@ class Pulls:
         if key in self._running:  # the same pull twice: followed once, the second waits for nothing
             return PullOutcome(m.name, pull.name, False, cause="already being pulled from here")
         self._running[key] = pull
+        repo = (m.name, pull.repo)
         try:
+            while (ahead := self._starting.get(repo)) is not None and not ahead.is_set():
+                await ahead.wait()  # set at the other's first progress or its end, whatever happens
+            if pull.cancel_asked:  # cancelled while it waited: the router was never asked
+                return PullOutcome(m.name, pull.name, False, cause="cancelled on request", cancelled=True)
+            self._starting[repo] = pull.started
             return await pull.run()
         finally:
+            pull.started.set()
+            if self._starting.get(repo) is pull.started:
+                del self._starting[repo]
             self._running.pop(key, None)
 
     async def cancel(self, m: Machine, name: str) -> bool:
