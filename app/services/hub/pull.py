@@ -113,7 +113,8 @@ class Pull:
     _cancel: asyncio.Event = field(default_factory=asyncio.Event)
     _client: RouterClient | None = None
     started: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set at the download's first progress, or when the pull ends (pulls.py: the next pull of the repo waits)."""
+    """Set at the download's first progress (pulls.py also sets it when the pull ends: the next pull of the repo
+    waits for it)."""
 
     def __post_init__(self) -> None:
         self.repo, self.quant = parse_spec(self.spec)
@@ -152,7 +153,6 @@ class Pull:
                     return PullOutcome(m.name, self.name, False, cause=f"the router refused: {e}", router_said="")
             said = await self._follow(queue, client)
         finally:
-            self.started.set()
             pump.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await pump

@@ -162,13 +162,17 @@ class SshLink:
             return c
 
         opts = self._connect_options(known, factory)
+
+        def settings() -> tuple[list[str] | None, list[str] | None]:
+            # Both read the machine's ssh_config (a file): one trip to a thread for the two.
+            return host_key_algs(known, t.host, t.port, t.ssh_config), cipher_order(t.ssh_config)
+
         try:
-            algs = await asyncio.to_thread(host_key_algs, known, t.host, t.port, t.ssh_config)
+            algs, ciphers = await asyncio.to_thread(settings)
         except (asyncssh.Error, OSError, ValueError) as e:
             raise TransportError(f"{t.name}: cannot use the ssh settings for {t.host}: {e}") from None
         if algs:
             opts["server_host_key_algs"] = algs
-        ciphers = await asyncio.to_thread(cipher_order, t.ssh_config) if t.ssh_config else cipher_order(None)
         if ciphers:
             opts["encryption_algs"] = ciphers
         signed_first_auth()  # one round trip for a key file's auth, not three
