@@ -4,8 +4,8 @@ with it, through the real Fleet, in the real (headless) app. Target: p95 <= 300 
 The hub stand-in serves a SIZE file (default 500 MB) at RATE (default 50 MB/s) from a process of its own; a real
 router downloads it. A thread reading the router's SSE on a plain socket stamps each event's bytes done as it
 leaves the socket; the dashboard (App.run_test, headless, the same router through the real Fleet) stamps each
-figure its row shows after the refresh that paints it. The row is told at most every DOWNLOAD_ROW_EVERY, with the
-newest event: two figures are printed.
+figure its row shows after the refresh that paints it. Each event's figure is told to the row within
+DOWNLOAD_SHOWN_WITHIN, with the newest figure: two figures are printed.
 - each event -> the first paint showing its figure or a newer one (how old what the screen shows can be);
 - each painted figure -> from its own event (the delay of a figure that is shown).
 
@@ -24,7 +24,7 @@ from typing import Any
 from app.config import Config, MachineConfig
 from app.services.core.router_types import ModelInfo, RouterState
 from app.services.fleet import Fleet
-from app.services.machine.machine import DOWNLOAD_ROW_EVERY
+from app.services.machine.machine import DOWNLOAD_SHOWN_WITHIN
 from app.ui.app import make_app
 from bench.common import figures, workdir
 from bench.pull_cost import NAME, RawEvents, router_with_hub
@@ -93,7 +93,7 @@ def main() -> None:
         raw, painted = asyncio.run(follow(router))
     reach, own = delays(raw, painted)
     print(f"pull of {a.size_mb:.0f} MB at {a.rate_mb:.0f} MB/s: {len(raw)} router progress events, "
-          f"{len(painted)} paints of the row (told at most every {DOWNLOAD_ROW_EVERY} s)")  # fmt: skip
+          f"{len(painted)} paints of the row (each figure told within {DOWNLOAD_SHOWN_WITHIN} s)")  # fmt: skip
     print(figures("router event -> a paint showing it or newer", reach))
     print(figures("painted figure -> from its own router event", own))
 

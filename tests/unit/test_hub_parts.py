@@ -176,7 +176,7 @@ def test_cause_a_gated_repo_and_a_token_the_router_would_not_send() -> None:
     assert len(shaped.evidence) == 2
 
 
-async def test_a_downloading_row_is_told_at_most_every_quarter_second_and_the_newest_figures_last() -> None:
+async def test_a_downloading_rows_figures_are_told_within_their_deadline_together_and_the_newest_last() -> None:
     told: list[object] = []
     m = Machine(MachineConfig(name="box", url="http://127.0.0.1:9"), emit=told.append)
     try:

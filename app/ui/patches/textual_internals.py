@@ -149,7 +149,11 @@ def update_scrollbars(view: ScrollView, size: Size) -> None:
 # machines pane's 29, the screen's 50 (bench/pull_cost.py; 100 row updates in App.run_test: every one of 10 widgets
 # was asked for its whole height). Here a widget that does not overlap the changed region is not asked, and one that
 # does is asked for the changed rows only, across its whole visible width: the compositor cuts each line at the
-# widgets' edges, so a line of a widget is drawn whole, as before, and the lines drawn are the lines kept.
+# widgets' edges, so a line of a widget is drawn whole, as before, and the lines drawn are the lines kept. A widget
+# whose part of the changed region lies wholly behind one widget drawn in front of it is not asked either: there the
+# compositor keeps the front one's cells, and the update writes only the changed region. The model table's
+# containers and the screen were 5 of the 6 widgets asked for each figure of a download (docs/performance.md,
+# "Added on 2026-12-08").
 
 TEXTUAL_GET_RENDERS: Any = Compositor.__dict__.get("_get_renders")
 """Textual's own method, kept for the test that compares the two."""
@@ -161,12 +165,18 @@ def _get_renders(self: Compositor, crop: Region | None = None) -> Any:
         return
     rows = Region(0, crop.y, self.size.width, crop.height)
     intersection = Region.intersection
-    for widget, (region, clip) in self.visible_widgets.items():
+    drawn: list[Region] = []
+    for widget, (region, clip) in self.visible_widgets.items():  # front to back: the first drawn at a place wins
         shown = intersection(region, clip)
         if not crop.overlaps(shown):
             continue
-        x, y, width, height = intersection(shown, rows)
+        part = intersection(shown, rows)
+        changed = intersection(part, crop)
+        if any(front.contains_region(changed) for front in drawn):
+            continue  # where it changed, wholly behind one drawn in front of it: the screen behind a table's row
+        x, y, width, height = part
         lines: list[Strip] = widget.render_lines(Region(x - region.x, y - region.y, width, height))
+        drawn.append(part)
         yield region, intersection(clip, rows), lines
 
 
