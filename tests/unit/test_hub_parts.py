@@ -72,6 +72,8 @@ CASES = {
         "http://hub has no repo tiny/Tiny-GGUF (404 from the hub, as box asked it)",
     "E get_repo_commit: error: HTTPLIB failed: Could not establish connection":
         "http://hub cannot be reached from box (Could not establish connection)",
+    "E get_repo_commit: error: failed to write /c/refs/main":
+        "box could not resolve tiny/Tiny-GGUF's commit on http://hub: failed to write /c/refs/main",
     "E common_pull_file: error writing to file: /c/blobs/abc.downloadInProgress":
         "box could not write the download (disk full or not writable): /c/blobs/abc.downloadInProgress",
 }  # fmt: skip

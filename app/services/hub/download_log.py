@@ -85,7 +85,10 @@ def download_cause(lines: Sequence[str], name: str, hub: str, machine: str) -> D
             why = text.split("HTTPLIB failed:", 1)[1].strip()
             return DownloadLog(f"{hub} cannot be reached from {machine} ({why})", (ln,))
         if "get_repo_commit" in text and "error" in text:
-            return DownloadLog(f"{hub} refused {repo}: {text.split('error:', 1)[-1].strip()}", (ln,))
+            # Not "refused": this step also reads and writes the cache's refs file on the serving machine, so the
+            # error may be the machine's own, not the hub's; the child's words say which.
+            why = text.split("error:", 1)[-1].strip()
+            return DownloadLog(f"{machine} could not resolve {repo}'s commit on {hub}: {why}", (ln,))
         if "no GGUF files found in repository" in text:
             have = _available(child)
             quant = name.split(":", 1)[1] if ":" in name else "a default"
