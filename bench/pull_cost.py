@@ -3,8 +3,8 @@ stand-in serving at RATE (default 50 MB/s, in a process of its own) through a re
 by the Fleet the dashboard holds (its own event stream, the pull's outcome). Prints the CPU of this process during
 the download as a percentage of one core (an idle window of the same Fleet first, for comparison), the router's
 `download_progress` events per second, and the time from each event's arrival on a raw socket of its own to the
-Fleet event that carries it. Then the same download again with the real dashboard (`python -m app` in tmux)
-showing it: the dashboard's CPU while its downloading row moves.
+Fleet event that carries it. Then the same download again, asked of the real dashboard (`python -m app` in tmux)
+with `:pull`: the dashboard's CPU while its downloading row moves, until the model is listed.
 
 Run: python -m bench.pull_cost [--size-mb 1000] [--rate-mb 50]
 """
@@ -132,8 +132,8 @@ async def follow_pull(router: RouterProc, size: int, rate: float) -> None:
 
 
 def dashboard_cpu(router: RouterProc, d: Path, timeout: float = 600.0) -> None:
-    """The real dashboard (`python -m app` in a tmux pane, attached to the router) while the router downloads:
-    its CPU (with its children) idle, then from the download's request until the model is listed."""
+    """The real dashboard (`python -m app` in a tmux pane, attached to the router) pulling NAME itself: its CPU
+    (with its children) idle, then from the `:pull` until the model is listed."""
     cfg = d / "dash.toml"
     cfg.write_text(f'[[machines]]\nname = "here"\nurl = "{router.url}"\n')
     sock = f"llamaherd-pull-{os.getpid()}"
@@ -149,8 +149,15 @@ def dashboard_cpu(router: RouterProc, d: Path, timeout: float = 600.0) -> None:
         c0, w0 = cpu_seconds(app), time.monotonic()
         time.sleep(10.0)
         idle = (cpu_seconds(app) - c0) / (time.monotonic() - w0) * 100
+        # The dashboard's own pull, as an operator asks it (`:pull`): its follower and its outcome are measured too,
+        # from the Enter that asks it (the typing before it is the command line's cost, not the download's).
+        tmux = ["tmux", "-L", sock]
+        subprocess.run([*tmux, "send-keys", "-t", "b", ":"], check=True)
+        time.sleep(0.3)
+        subprocess.run([*tmux, "send-keys", "-t", "b", "-l", f"pull {NAME}"], check=True)
+        time.sleep(1.0)
         c0, w0 = cpu_seconds(app), time.monotonic()
-        httpx.post(router.url + "/models", json={"model": NAME}, timeout=10).raise_for_status()
+        subprocess.run([*tmux, "send-keys", "-t", "b", "Enter"], check=True)
         shown = ""
         while time.monotonic() - w0 < timeout:
             ids = {m["id"]: m["status"]["value"] for m in httpx.get(router.url + "/models", timeout=10).json()["data"]}

@@ -131,7 +131,10 @@ def test_download_badge() -> None:
     d = meters.update("m", 1 << 20, 4 << 20, now=1.0)
     text = fmt.badge(ModelInfo("m", ModelState.DOWNLOADING, download=d), ASCII)[0]
     assert text.startswith("v downloading  25% ")
-    assert "1.0M/4.0M 1.0M/s 0:03" in text
+    assert text.endswith(" 1.0M/4.0M  1.0M/s  0:03")  # fixed widths: a figure that widens moves no column
+    d = meters.update("m", (3 << 20) + (1 << 19), 4 << 20, now=1.5)
+    later = fmt.badge(ModelInfo("m", ModelState.DOWNLOADING, download=d), ASCII)[0]
+    assert len(later) == len(text), (later, text)
     assert fmt.badge(ModelInfo("m", ModelState.DOWNLOADING), ASCII)[0].endswith("downloading")
 
 

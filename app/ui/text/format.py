@@ -127,9 +127,11 @@ def download_badge(m: ModelInfo, g: Glyphs) -> str:
     d = m.download
     if d is None or d.fraction is None:
         return f"{g.downloading} downloading" + (f" {human_bytes(d.done)}" if d is not None and d.done else "")
-    rate = f" {human_bytes(d.rate)}/s" if d.rate else ""
-    eta = f" {int(d.eta) // 60}:{int(d.eta) % 60:02d}" if d.eta is not None and d.eta < 360_000 else ""
-    sizes = f"{human_bytes(d.done)}/{human_bytes(d.total)}"
+    # Each figure in a field of fixed width: the status column is as wide as its widest cell, and a figure one
+    # character wider ("9.5M/s" to "10M/s" and back, "0:59" to "10:00") drew the whole table again for it.
+    rate = f" {human_bytes(d.rate):>5}/s" if d.rate else ""
+    eta = f" {int(d.eta) // 60:>2}:{int(d.eta) % 60:02d}" if d.eta is not None and d.eta < 360_000 else ""
+    sizes = f"{human_bytes(d.done):>5}/{human_bytes(d.total)}"
     return f"{g.downloading} downloading {d.fraction * 100:3.0f}% {g.bar(d.fraction, 5)} {sizes}{rate}{eta}"
 
 
