@@ -131,6 +131,11 @@ async def follow_pull(router: RouterProc, size: int, rate: float) -> None:
               f"max {delays[-1]:.1f} ms over {len(delays)} events")  # fmt: skip
 
 
+def pane(sock: str) -> str:
+    """What the dashboard's tmux pane shows now."""
+    return subprocess.run(["tmux", "-L", sock, "capture-pane", "-p", "-t", "b"], capture_output=True, text=True).stdout
+
+
 def dashboard_cpu(router: RouterProc, d: Path, timeout: float = 600.0) -> None:
     """The real dashboard (`python -m app` in a tmux pane, attached to the router) pulling NAME itself: its CPU
     (with its children) idle, then from the `:pull` until the model is listed."""
@@ -161,12 +166,12 @@ def dashboard_cpu(router: RouterProc, d: Path, timeout: float = 600.0) -> None:
         shown = ""
         while time.monotonic() - w0 < timeout:
             ids = {m["id"]: m["status"]["value"] for m in httpx.get(router.url + "/models", timeout=10).json()["data"]}
+            if NAME not in ids and time.monotonic() - w0 > 15:
+                raise SystemExit(f"the dashboard's :pull did not reach the router within 15 s:\n{pane(sock)}")
             if ids.get(NAME) not in (None, "downloading", "downloaded"):
                 break
             if not shown and ids.get(NAME) == "downloading" and time.monotonic() - w0 > 5:
-                pane = subprocess.run(["tmux", "-L", sock, "capture-pane", "-p", "-t", "b"], capture_output=True,
-                                      text=True).stdout  # fmt: skip
-                shown = next((ln.strip() for ln in pane.splitlines() if "downloading" in ln), "")
+                shown = next((ln.strip() for ln in pane(sock).splitlines() if "downloading" in ln), "")
             time.sleep(0.5)
         wall = time.monotonic() - w0
         busy = (cpu_seconds(app) - c0) / wall * 100

@@ -68,10 +68,11 @@ LOG_PARSE_PER_FLUSH = 500
 LOG_FIRST_LINES = 200
 FAILURE_LOG_LINES = 8
 # A downloading row's figure is told within this of its event: at once when the row was last told at least this
-# long ago, otherwise together with the figures that come before this deadline. The router sends ~7 progress events
-# a second at 50 MB/s, and each one repainted the dashboard (bench/pull_cost.py); told this way, two events make one
-# paint (3.5 a second against 4 for a fixed quarter-second), and each event's figure is on screen within ~0.2 s
-# (bench/pull_to_screen.py; the issue asks 0.3 s). Never dropped: a telling reads the newest figure.
+# long ago, otherwise together with the figures that come before this deadline. The router sends a progress event
+# every ~5 MB, at most 10 a second (reference §2.7), and each one repainted the dashboard (bench/pull_cost.py); told
+# this way, three events make one paint at 10 a second (3.3 paints a second, against 4 for a fixed quarter-second),
+# and each event's figure is on screen within 0.3 s (p95 254 ms, bench/pull_to_screen.py). Never dropped: a telling
+# reads the newest figure.
 DOWNLOAD_SHOWN_WITHIN = 0.25
 STREAM_STABLE_AFTER = 5.0  # a stream up at least this long resets the reconnect backoff
 CLOSE_WAIT = 3.0  # how long closing waits for each step (the followers, then the router client)
